@@ -1,0 +1,149 @@
+"""NDlog builtin functions and the value helpers they need.
+
+Role: the single table of builtins (``f_concat``, ``f_member``, ...) shared by every
+evaluator (the Python reference, the PSN engine; the Spark reference translates the same
+names to Spark SQL). Lists are Python tuples; a scalar passed where a list is expected counts
+as a one-element list (the P2 convention for ``f_concat``).
+
+Deliberately not here: parsing of calls, checking that a called name exists (that is
+:mod:`psn.checks`, which uses :data:`BUILTINS` and :data:`ARITY`), and error positions (the
+caller wraps :class:`BuiltinError` with the rule's span).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+__all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value"]
+
+
+class BuiltinError(ValueError):
+    """A builtin applied to a value it cannot handle; the caller adds the position."""
+
+
+def as_list(x) -> tuple:
+    """A tuple for list values; a scalar becomes a one-element list."""
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _need_list(name: str, x) -> tuple:
+    if not isinstance(x, tuple):
+        raise BuiltinError(f"{name} expects a list, got {format_value(x)}")
+    return x
+
+
+def _need_number(name: str, x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise BuiltinError(f"{name} expects a number, got {format_value(x)}")
+    return x
+
+
+def f_concat(a, b):
+    return as_list(a) + as_list(b)
+
+
+def f_append(lst, x):
+    return _need_list("f_append", lst) + (x,)
+
+
+def f_prepend(x, lst):
+    return (x,) + _need_list("f_prepend", lst)
+
+
+def f_member(lst, x):
+    return 1 if x in _need_list("f_member", lst) else 0
+
+
+def f_size(lst):
+    return len(_need_list("f_size", lst))
+
+
+def f_first(lst):
+    lst = _need_list("f_first", lst)
+    if not lst:
+        raise BuiltinError("f_first of an empty list")
+    return lst[0]
+
+
+def f_last(lst):
+    lst = _need_list("f_last", lst)
+    if not lst:
+        raise BuiltinError("f_last of an empty list")
+    return lst[-1]
+
+
+def f_dist(p, q):
+    p, q = _need_list("f_dist", p), _need_list("f_dist", q)
+    if len(p) != len(q):
+        raise BuiltinError(f"f_dist of positions of different dimension: {p} and {q}")
+    for v in p + q:
+        _need_number("f_dist", v)
+    return math.sqrt(sum((a - b) ** 2 for a, b in zip(p, q)))
+
+
+def f_abs(x):
+    return abs(_need_number("f_abs", x))
+
+
+def _ordered(name: str, a, b):
+    try:
+        a < b  # noqa: B015 - probe comparability
+    except TypeError:
+        raise BuiltinError(f"{name} cannot compare {format_value(a)} and {format_value(b)}")
+
+
+def f_min(a, b):
+    _ordered("f_min", a, b)
+    return a if a <= b else b
+
+
+def f_max(a, b):
+    _ordered("f_max", a, b)
+    return a if a >= b else b
+
+
+#: name -> implementation
+BUILTINS: dict[str, Callable] = {
+    "f_concat": f_concat, "f_append": f_append, "f_prepend": f_prepend,
+    "f_member": f_member, "f_size": f_size, "f_first": f_first, "f_last": f_last,
+    "f_dist": f_dist, "f_abs": f_abs, "f_min": f_min, "f_max": f_max,
+}
+
+#: name -> number of arguments
+ARITY: dict[str, int] = {
+    "f_concat": 2, "f_append": 2, "f_prepend": 2, "f_member": 2, "f_size": 1, "f_first": 1,
+    "f_last": 1, "f_dist": 2, "f_abs": 1, "f_min": 2, "f_max": 2,
+}
+
+
+def format_value(v) -> str:
+    """NDlog text for a value: symbols bare, other strings quoted, lists in brackets."""
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if v == float("inf"):
+            return "infinity"
+        if v == float("-inf"):
+            return "-infinity"
+        return repr(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        if _is_symbol(v):
+            return v
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, tuple):
+        if not v:
+            return "nil"
+        return "[" + ", ".join(format_value(x) for x in v) + "]"
+    return repr(v)
+
+
+_RESERVED = {"materialize", "keys", "infinity", "nil"}
+
+
+def _is_symbol(s: str) -> bool:
+    return (bool(s) and s[0].islower() and s.isascii()
+            and all(c.isalnum() or c == "_" for c in s)
+            and not s.startswith("f_") and s not in _RESERVED)

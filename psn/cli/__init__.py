@@ -1,0 +1,62 @@
+"""The ``psn`` command line.
+
+Role: parse arguments, dispatch to one subcommand module, and turn every
+:class:`~psn.errors.PSNError` into a clear message on stderr with exit status 2 (never a
+traceback for a user's mistake). Each subcommand lives in its own module with a
+``register(subparsers)`` function that adds its parser and sets ``func(args) -> int``.
+
+Deliberately not here: any evaluation logic; subcommand modules import heavy dependencies
+(Ray, Spark) inside their ``func`` only, so that ``psn --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import PSNError
+
+__all__ = ["main", "build_parser"]
+
+#: subcommand modules, in the order ``psn --help`` lists them
+COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "reference_cmd", "topology_cmd",
+            "demo_cmd")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="psn",
+        description="PSN: pipelined semi-naive evaluation of network Datalog (NDlog).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:  # a subcommand not built yet
+            if exc.name == f"{__name__}.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except PSNError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("psn: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

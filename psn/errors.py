@@ -1,0 +1,123 @@
+"""User-facing errors of PSN.
+
+Role: one exception root, :class:`PSNError`, for every mistake a user can make (bad syntax,
+failed static checks, rules that cannot be localized, bad facts or bursts, bad options).
+Each error knows where it happened (file, line, column) when there is a place to point at,
+and renders itself as ``file:line:col: error: message`` followed by the offending source line
+and a caret under the column, the way compilers and lark's own errors read.
+
+Deliberately not here: internal invariant violations (those stay ordinary exceptions, because
+they are bugs in PSN, not in the user's input) and any printing or exiting (the CLI does that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Span",
+    "PSNError",
+    "NDlogSyntaxError",
+    "NDlogSemanticError",
+    "LocalizationError",
+    "EvaluationError",
+    "InputError",
+]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A position in a source text: 1-based line and column, with the file name if known."""
+
+    line: int
+    column: int
+    filename: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.filename or '<input>'}:{self.line}:{self.column}"
+
+
+class PSNError(Exception):
+    """Root of every error caused by user input.
+
+    Parameters
+    ----------
+    message:
+        What is wrong, in one sentence.
+    span:
+        Where it is, if there is a place to point at.
+    source:
+        The full source text, used to show the offending line with a caret.
+    hint:
+        Optional advice printed after the caret.
+    """
+
+    kind = "error"
+
+    def __init__(self, message: str, span: Span | None = None, source: str | None = None,
+                 hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.source = source
+        self.hint = hint
+
+    @property
+    def filename(self) -> str | None:
+        return self.span.filename if self.span else None
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span else None
+
+    @property
+    def column(self) -> int | None:
+        return self.span.column if self.span else None
+
+    def source_line(self) -> str | None:
+        """The text of the offending line, if the source is known."""
+        if self.span is None or self.source is None:
+            return None
+        lines = self.source.splitlines()
+        if 1 <= self.span.line <= len(lines):
+            return lines[self.span.line - 1]
+        return None
+
+    def render(self) -> str:
+        """Render as ``file:line:col: error: message`` plus the line and a caret."""
+        head = f"{self.span}: " if self.span else ""
+        out = [f"{head}{self.kind}: {self.message}"]
+        text = self.source_line()
+        if text is not None:
+            expanded = text.expandtabs(1)
+            out.append("    " + expanded)
+            out.append("    " + " " * max(self.span.column - 1, 0) + "^")
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class NDlogSyntaxError(PSNError):
+    """The text is not NDlog: an unexpected character or token."""
+
+    kind = "syntax error"
+
+
+class NDlogSemanticError(PSNError):
+    """The text parses but fails a static check (arity, safety, location, stratification)."""
+
+
+class LocalizationError(PSNError):
+    """A distributed rule cannot be rewritten so that its body lives at one node."""
+
+
+class EvaluationError(PSNError):
+    """Evaluation hit a value the program cannot handle (a non-positive cost under pruning,
+    a builtin applied to the wrong type, a division by zero)."""
+
+
+class InputError(PSNError):
+    """Bad facts, bursts, options or files given to the API or the CLI."""

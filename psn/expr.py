@@ -1,0 +1,127 @@
+"""Compile NDlog terms and comparisons into Python closures over variable bindings.
+
+Role: the one place where arithmetic, comparisons and builtin calls get their meaning, shared
+by the reference evaluator and the PSN engine so that both compute identical values.
+A compiled term is a function ``env -> value`` where ``env`` maps variable names to values.
+
+Semantics (documented in ``docs/language.md``): ``+ - * %`` as in Python on numbers;
+``/`` divides, truncating toward zero when both operands are integers (as P2 does); ``==`` and
+``!=`` compare any values; ordering comparisons need two numbers or two strings or two lists.
+
+Deliberately not here: deciding *when* a literal can be evaluated (binding order is the
+evaluators' business) and error positions beyond the term's own span.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+from . import ast as A
+from .builtins import BUILTINS, BuiltinError, format_value
+from .errors import EvaluationError
+
+__all__ = ["compile_term", "compile_compare", "eval_const_term", "CompiledTerm"]
+
+CompiledTerm = Callable[[dict], object]
+
+
+def _num(op: str, v, span):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise EvaluationError(f"operator '{op}' expects numbers, got {format_value(v)}", span)
+    return v
+
+
+def _div(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div,
+          "%": operator.mod}
+
+
+def compile_term(term: A.Term) -> CompiledTerm:
+    """Return ``env -> value`` for ``term``.
+
+    Raises :class:`~psn.errors.EvaluationError` at call time for type errors, division by
+    zero and builtin failures, naming the term's position.
+    """
+    if isinstance(term, A.Const):
+        value = term.value
+        return lambda env: value
+    if isinstance(term, A.Var):
+        name = term.name
+        return lambda env: env[name]
+    if isinstance(term, A.ListExpr):
+        items = [compile_term(t) for t in term.items]
+        return lambda env: tuple(f(env) for f in items)
+    if isinstance(term, A.Neg):
+        inner = compile_term(term.operand)
+        span = term.span
+        return lambda env: -_num("-", inner(env), span)
+    if isinstance(term, A.BinOp):
+        return _compile_binop(term)
+    if isinstance(term, A.Call):
+        return _compile_call(term)
+    raise EvaluationError(f"aggregate {term.func}<...> is only allowed in a rule head",
+                          term.span)
+
+
+def _compile_binop(term: A.BinOp) -> CompiledTerm:
+    left, right = compile_term(term.left), compile_term(term.right)
+    fn, op, span = _ARITH[term.op], term.op, term.span
+
+    def run(env):
+        a, b = _num(op, left(env), span), _num(op, right(env), span)
+        try:
+            return fn(a, b)
+        except ZeroDivisionError:
+            raise EvaluationError(f"division by zero in {format_value(a)} {op} 0",
+                                  span) from None
+    return run
+
+
+def _compile_call(term: A.Call) -> CompiledTerm:
+    fn = BUILTINS.get(term.name)
+    if fn is None:
+        raise EvaluationError(f"unknown builtin '{term.name}'", term.span)
+    args = [compile_term(a) for a in term.args]
+    span = term.span
+
+    def run(env):
+        try:
+            return fn(*[a(env) for a in args])
+        except BuiltinError as exc:
+            raise EvaluationError(str(exc), span) from None
+    return run
+
+
+def _ordered(op, cmp, span):
+    def run(a, b):
+        try:
+            return cmp(a, b)
+        except TypeError:
+            raise EvaluationError(f"cannot compare {format_value(a)} {op} {format_value(b)}",
+                                  span) from None
+    return run
+
+
+_CMP = {"==": operator.eq, "=": operator.eq, "!=": operator.ne, "<": operator.lt,
+        "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def compile_compare(lit: A.Compare) -> Callable[[dict], bool]:
+    """Return ``env -> bool`` for a comparison whose variables are all bound."""
+    left, right = compile_term(lit.left), compile_term(lit.right)
+    cmp = _CMP[lit.op]
+    if lit.op not in ("==", "=", "!="):
+        cmp = _ordered(lit.op, cmp, lit.span)
+    return lambda env: bool(cmp(left(env), right(env)))
+
+
+def eval_const_term(term: A.Term):
+    """Evaluate a term without variables (used for facts and constant folding)."""
+    return compile_term(term)({})

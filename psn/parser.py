@@ -1,0 +1,354 @@
+"""NDlog text to AST.
+
+Role: run lark's LALR(1) parser on the grammar in ``ndlog.lark`` and transform the parse tree
+into the immutable AST of :mod:`psn.ast`, translating lark's exceptions into
+:class:`~psn.errors.NDlogSyntaxError` with file, line, column, caret and what was expected.
+Also checks the purely syntactic shape rules that the grammar cannot express (facts are
+ground, ``keys`` positions are positive, rule names are unique).
+
+Deliberately not here: the static checks on a whole program (arity, safety, location,
+stratification) live in :mod:`psn.checks`; :func:`parse` runs them by default.
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+from functools import lru_cache
+from pathlib import Path
+
+import lark
+from lark import Lark, Token, Transformer, v_args
+
+from . import ast as A
+from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, Span
+
+__all__ = ["parse", "load", "parse_facts", "parse_atom"]
+
+_GRAMMAR = Path(__file__).with_name("ndlog.lark")
+
+_TOKEN_NAMES = {
+    "NAME": "a name", "VAR": "a variable", "FUNC": "a builtin call", "INT": "an integer",
+    "FLOAT": "a number", "STRING": "a string", "LOCATED": "'@'", "IMPLIES": "':-'",
+    "ASSIGN": "':='", "COMPARE": "a comparison", "PLUS": "'+'", "MINUS": "'-'", "MUL": "'*'",
+    "AGGREGATE": "an aggregate", "INFINITY": "'infinity'", "NIL": "'nil'",
+    "MATERIALIZE": "'materialize'", "KEYS": "'keys'", "LPAR": "'('", "RPAR": "')'",
+    "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "DOT": "'.'", "$END": "end of input",
+}
+
+
+@lru_cache(maxsize=None)
+def _lark(start: str) -> Lark:
+    return Lark(_GRAMMAR.read_text(), parser="lalr", start=start, propagate_positions=True,
+                maybe_placeholders=True)
+
+
+def _describe(names) -> str:
+    pretty = sorted({_TOKEN_NAMES.get(n, n.lower()) for n in names})
+    if len(pretty) > 8:
+        pretty = pretty[:8] + ["..."]
+    return ", ".join(pretty)
+
+
+@v_args(meta=True)
+class _ToAST(Transformer):
+    """Parse tree to AST. Every node gets a :class:`Span` from lark's positions."""
+
+    def __init__(self, filename: str | None):
+        super().__init__()
+        self.filename = filename
+
+    def _span(self, meta_or_tok) -> Span | None:
+        line = getattr(meta_or_tok, "line", None)
+        if line is None:
+            return None
+        return Span(line, meta_or_tok.column, self.filename)
+
+    # -- terms ---------------------------------------------------------------------------
+    def var(self, meta, ch):
+        return A.Var(str(ch[0]), self._span(ch[0]))
+
+    def number(self, meta, ch):
+        tok = ch[0]
+        value = int(tok) if tok.type == "INT" else float(tok)
+        return A.Const(value, self._span(tok))
+
+    def string(self, meta, ch):
+        return A.Const(pyast.literal_eval(str(ch[0])), self._span(ch[0]))
+
+    def symbol(self, meta, ch):
+        return A.Const(str(ch[0]), self._span(ch[0]))
+
+    def infinity(self, meta, ch):
+        return A.Const(float("inf"), self._span(ch[0]))
+
+    def nil(self, meta, ch):
+        return A.Const((), self._span(ch[0]))
+
+    def neg(self, meta, ch):
+        operand = ch[1]
+        if isinstance(operand, A.Const) and isinstance(operand.value, (int, float)):
+            return A.Const(-operand.value, self._span(ch[0]))
+        return A.Neg(operand, self._span(ch[0]))
+
+    def binop(self, meta, ch):
+        left, op, right = ch
+        return A.BinOp(str(op), left, right, self._span(meta))
+
+    def call(self, meta, ch):
+        name, *args = ch
+        return A.Call(str(name), tuple(a for a in args if a is not None), self._span(name))
+
+    def list(self, meta, ch):
+        items = tuple(a for a in ch if a is not None)
+        if all(isinstance(i, A.Const) for i in items):
+            return A.Const(tuple(i.value for i in items), self._span(meta))
+        return A.ListExpr(items, self._span(meta))
+
+    def aggregate(self, meta, ch):
+        tok = ch[0]
+        text = str(tok)
+        func, rest = text.split("<", 1)
+        inner = rest.rstrip(">").strip()
+        span = self._span(tok)
+        var = None if inner == "*" else A.Var(inner, span)
+        return A.Aggregate(func, var, span)
+
+    # -- atoms and literals ---------------------------------------------------------------
+    def located(self, meta, ch):
+        return ("@", ch[1], self._span(ch[0]))
+
+    def atom(self, meta, ch):
+        name, *raw = ch
+        args, loc, locs = [], None, []
+        for i, a in enumerate(x for x in raw if x is not None):
+            if isinstance(a, tuple) and len(a) == 3 and a[0] == "@":
+                locs.append(a[2])
+                loc = i if loc is None else loc
+                args.append(a[1])
+            else:
+                args.append(a)
+        if len(locs) > 1:
+            raise NDlogSemanticError(
+                f"atom '{name}' has {len(locs)} location specifiers; exactly one '@' is allowed",
+                locs[1])
+        return A.Atom(str(name), tuple(args), loc, self._span(name))
+
+    def assign(self, meta, ch):
+        var, _, expr = ch
+        return A.Assign(A.Var(str(var), self._span(var)), expr, self._span(var))
+
+    def comparison(self, meta, ch):
+        left, op, right = ch
+        return A.Compare(str(op), left, right, self._span(op))
+
+    def body(self, meta, ch):
+        return tuple(ch)
+
+    # -- statements ----------------------------------------------------------------------
+    def rule(self, meta, ch):
+        name, head, _, body = ch
+        span = self._span(name) if name is not None else head.span
+        return A.Rule(str(name) if name is not None else "", head, body, name is not None, span)
+
+    def fact(self, meta, ch):
+        return A.Fact(ch[0], ch[0].span)
+
+    def limit(self, meta, ch):
+        tok = ch[0]
+        return float("inf") if tok.type == "INFINITY" else int(tok)
+
+    def keys(self, meta, ch):
+        return tuple((int(k), self._span(k)) for k in ch[1:] if k is not None)
+
+    def materialize(self, meta, ch):
+        _, name, lifetime, size, keys = ch
+        for k, kspan in keys:
+            if k < 1:
+                raise NDlogSemanticError("key positions are 1-based and must be at least 1",
+                                         kspan)
+        return A.Materialize(str(name), lifetime, size, tuple(k for k, _ in keys),
+                             self._span(name))
+
+    def start(self, meta, ch):
+        return list(ch)
+
+
+def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None) -> NDlogSyntaxError:
+    if isinstance(exc, lark.exceptions.UnexpectedCharacters):
+        span = Span(exc.line, exc.column, filename)
+        char = exc.char
+        msg = f"unexpected character {char!r}"
+        allowed = getattr(exc, "allowed", None)
+        if allowed:
+            msg += f"; expected {_describe(allowed)}"
+        return NDlogSyntaxError(msg, span)
+    if isinstance(exc, lark.exceptions.UnexpectedEOF):
+        return NDlogSyntaxError(f"unexpected end of input; expected {_describe(exc.expected)}",
+                                None)
+    if isinstance(exc, lark.exceptions.UnexpectedToken):
+        tok = exc.token
+        if tok.type == "$END":
+            what = "end of input"
+        else:
+            what = repr(str(tok))
+        span = Span(tok.line, tok.column, filename) if getattr(tok, "line", None) else None
+        hint = None
+        if tok.type == "$END" or (tok.type in ("NAME", "VAR") and "DOT" in exc.expected):
+            hint = "every statement ends with a period"
+        return NDlogSyntaxError(f"unexpected {what}; expected {_describe(exc.expected)}", span,
+                                hint=hint)
+    return NDlogSyntaxError(str(exc), None)
+
+
+def _parse_tree(text: str, filename: str | None, start: str = "start"):
+    try:
+        tree = _lark(start).parse(text)
+    except lark.exceptions.VisitError as exc:  # pragma: no cover - defensive
+        raise exc.orig_exc from None
+    except lark.exceptions.UnexpectedInput as exc:
+        err = _syntax_error(exc, filename)
+        if err.span is None:
+            lines = text.splitlines() or [""]
+            err.span = Span(len(lines), len(lines[-1]) + 1, filename)
+        err.source = text
+        raise err from None
+    try:
+        return _ToAST(filename).transform(tree)
+    except lark.exceptions.VisitError as exc:
+        orig = exc.orig_exc
+        if isinstance(orig, NDlogSemanticError):
+            orig.source = text
+            raise orig from None
+        raise
+
+
+def _check_fact(fact: A.Fact, filename: str | None, text: str) -> None:
+    for arg in fact.atom.args:
+        if not isinstance(arg, A.Const):
+            raise NDlogSemanticError(
+                f"fact '{fact.pred}' must be ground: only constants may appear in a fact",
+                getattr(arg, "span", None) or fact.span, text,
+                hint="a statement with variables needs a body: head :- body.")
+
+
+def _assemble(items: list, filename: str | None, text: str) -> A.Program:
+    rules, facts, tables = [], [], []
+    names: dict[str, A.Rule] = {}
+    for item in items:
+        if isinstance(item, A.Rule):
+            rules.append(item)
+        elif isinstance(item, A.Fact):
+            _check_fact(item, filename, text)
+            facts.append(item)
+        else:
+            tables.append(item)
+    taken = {r.name for r in rules if r.named}
+    out_rules = []
+    counter = 0
+    for r in rules:
+        if r.named:
+            if r.name in names:
+                raise NDlogSemanticError(
+                    f"rule name '{r.name}' is used twice (first at line {names[r.name].span.line})",
+                    r.span, text)
+            names[r.name] = r
+        else:
+            counter += 1
+            gen = f"rule{counter}"
+            while gen in taken:
+                counter += 1
+                gen = f"rule{counter}"
+            taken.add(gen)
+            r = A.Rule(gen, r.head, r.body, False, r.span)
+        out_rules.append(r)
+    seen_tables: dict[str, A.Materialize] = {}
+    for t in tables:
+        if t.pred in seen_tables:
+            raise NDlogSemanticError(f"table '{t.pred}' is materialized twice", t.span, text)
+        seen_tables[t.pred] = t
+    return A.Program(tuple(out_rules), tuple(facts), tuple(tables), frozenset(), filename, text)
+
+
+def parse(text: str, filename: str | None = None, check: bool = True) -> A.Program:
+    """Parse NDlog source text into a :class:`~psn.ast.Program`.
+
+    Parameters
+    ----------
+    text:
+        The program (rules, facts, ``materialize`` declarations).
+    filename:
+        Named in error messages.
+    check:
+        Run the static checks of :mod:`psn.checks` (default). Rewrite passes that build
+        intermediate programs may turn this off.
+
+    Returns
+    -------
+    Program
+        The immutable AST.
+
+    Raises
+    ------
+    NDlogSyntaxError, NDlogSemanticError
+        With file, line, column and a caret under the offending position.
+
+    Notes
+    -----
+    The dialect is that of the declarative-networking systems (Loo et al., P2/RapidNet) used
+    by Nigam et al. (2012) and Liu et al. (ICDE 2009); see ``docs/language.md``.
+    """
+    items = _parse_tree(text, filename)
+    program = _assemble(items, filename, text)
+    if check:
+        from .checks import check_program
+        check_program(program)
+    return program
+
+
+def load(path: str | Path, check: bool = True) -> A.Program:
+    """Read and parse an NDlog file; errors name the file.
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read program file '{path}': {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"program file '{path}' is not UTF-8 text") from None
+    return parse(text, str(path), check=check)
+
+
+def parse_facts(text: str, filename: str | None = None) -> list[A.Fact]:
+    """Parse a text holding only NDlog fact statements (``link(@1, 2, 10).``).
+
+    Raises
+    ------
+    NDlogSyntaxError, NDlogSemanticError
+        If a statement is not a ground fact.
+    """
+    items = _parse_tree(text, filename)
+    out = []
+    for item in items:
+        if not isinstance(item, A.Fact):
+            what = "a rule" if isinstance(item, A.Rule) else "a materialize declaration"
+            raise NDlogSemanticError(f"a facts file holds only facts, but this is {what}",
+                                     item.span, text)
+        _check_fact(item, filename, text)
+        out.append(item)
+    return out
+
+
+def parse_atom(text: str, filename: str | None = None) -> A.Fact:
+    """Parse one ground fact, with or without the final period (``reachable(@a,c)``)."""
+    src = text.strip()
+    if not src.endswith("."):
+        src += "."
+    facts = parse_facts(src, filename)
+    if len(facts) != 1:
+        raise InputError(f"expected exactly one fact, got {len(facts)}: {text!r}")
+    return facts[0]
