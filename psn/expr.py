@@ -4,8 +4,9 @@ Role: the one place where arithmetic, comparisons and builtin calls get their me
 by the reference evaluator and the PSN engine so that both compute identical values.
 A compiled term is a function ``env -> value`` where ``env`` maps variable names to values.
 
-Semantics (documented in ``docs/language.md``): ``+ - * %`` as in Python on numbers;
-``/`` divides, truncating toward zero when both operands are integers (as P2 does); ``==`` and
+Semantics (documented in ``docs/language.md``): ``+ - *`` as in Python on numbers;
+``/`` divides, truncating toward zero when both operands are integers (as P2 and C do), and
+``%`` is the matching remainder (its sign is the dividend's, as C's and Spark SQL's); ``==`` and
 ``!=`` compare any values; ordering comparisons need two numbers or two strings or two lists.
 
 Deliberately not here: deciding *when* a literal can be evaluated (binding order is the
@@ -14,6 +15,7 @@ evaluators' business) and error positions beyond the term's own span.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Callable
 
@@ -39,8 +41,13 @@ def _div(a, b):
     return a / b
 
 
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div,
-          "%": operator.mod}
+def _mod(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * _div(a, b)
+    return math.fmod(a, b)
+
+
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod}
 
 
 def compile_term(term: A.Term) -> CompiledTerm:

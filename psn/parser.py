@@ -12,7 +12,7 @@ stratification) live in :mod:`psn.checks`; :func:`parse` runs them by default.
 
 from __future__ import annotations
 
-import ast as pyast
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast as A
-from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, Span
+from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span
 
 __all__ = ["parse", "load", "parse_facts", "parse_atom"]
 
@@ -31,7 +31,8 @@ _TOKEN_NAMES = {
     "FLOAT": "a number", "STRING": "a string", "LOCATED": "'@'", "IMPLIES": "':-'",
     "ASSIGN": "':='", "COMPARE": "a comparison", "PLUS": "'+'", "MINUS": "'-'", "MUL": "'*'",
     "AGGREGATE": "an aggregate", "INFINITY": "'infinity'", "NIL": "'nil'",
-    "MATERIALIZE": "'materialize'", "KEYS": "'keys'", "LPAR": "'('", "RPAR": "')'",
+    "MATERIALIZE": "'materialize'", "KEYS": "'keys'", "HIDDEN": "'#hidden'",
+    "LPAR": "'('", "RPAR": "')'",
     "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "DOT": "'.'", "$END": "end of input",
 }
 
@@ -42,8 +43,21 @@ def _lark(start: str) -> Lark:
                 maybe_placeholders=True)
 
 
+#: tokens that can start a term; when all are expected the message says "a term"
+_TERM_START = frozenset({"VAR", "INT", "FLOAT", "STRING", "NAME", "FUNC", "LSQB", "LPAR",
+                         "MINUS", "INFINITY", "NIL"})
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
+_ESCAPE_RE = re.compile(r"\\(.)")
+
+
 def _describe(names) -> str:
-    pretty = sorted({_TOKEN_NAMES.get(n, n.lower()) for n in names})
+    names = set(names)
+    pretty_terms = []
+    if _TERM_START <= names:
+        names -= _TERM_START
+        pretty_terms = ["a term"]
+    pretty = sorted({_TOKEN_NAMES.get(n, n.lower()) for n in names}) + pretty_terms
     if len(pretty) > 8:
         pretty = pretty[:8] + ["..."]
     return ", ".join(pretty)
@@ -73,7 +87,17 @@ class _ToAST(Transformer):
         return A.Const(value, self._span(tok))
 
     def string(self, meta, ch):
-        return A.Const(pyast.literal_eval(str(ch[0])), self._span(ch[0]))
+        tok = ch[0]
+        body = str(tok)[1:-1]
+
+        def unescape(m: re.Match) -> str:
+            if m.group(1) not in _ESCAPES:
+                raise NDlogSyntaxError(
+                    f"unknown escape sequence '\\{m.group(1)}' in a string; the escapes are "
+                    "\\n \\t \\r \\\\ \\\" \\'",
+                    Span(tok.line, tok.column + 1 + m.start(), self.filename))
+            return _ESCAPES[m.group(1)]
+        return A.Const(_ESCAPE_RE.sub(unescape, body), self._span(tok))
 
     def symbol(self, meta, ch):
         return A.Const(str(ch[0]), self._span(ch[0]))
@@ -169,14 +193,62 @@ class _ToAST(Transformer):
         return A.Materialize(str(name), lifetime, size, tuple(k for k, _ in keys),
                              self._span(name))
 
+    def hidden(self, meta, ch):
+        return _Hidden(tuple(str(n) for n in ch[1:] if n is not None), self._span(ch[0]))
+
     def start(self, meta, ch):
         return list(ch)
 
 
-def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None) -> NDlogSyntaxError:
+class _Hidden:
+    """A ``#hidden(p, ...).`` pragma: predicates to mark in ``Program.hidden``."""
+
+    def __init__(self, preds: tuple[str, ...], span: Span | None):
+        self.preds, self.span = preds, span
+
+
+def _end_span(text: str, filename: str | None) -> Span:
+    """Just after the last character of the last non-blank line (where input ended)."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            return Span(i + 1, len(lines[i].rstrip()) + 1, filename)
+    return Span(1, 1, filename)
+
+
+_SCAN_RE = re.compile(r'"([^"\\\n]|\\.)*"|//[^\n]*|/\*(.|\n)*?\*/|(/\*)|[^"/]+|.', re.S)
+
+
+def _unterminated_comment(text: str, filename: str | None,
+                          before: int) -> NDlogSyntaxError | None:
+    """The error for a ``/*`` (outside strings and comments) that is never closed and
+    starts at or before offset ``before`` (where the parser stopped)."""
+    for m in _SCAN_RE.finditer(text):
+        if m.start() > before:
+            return None
+        if m.group(3):
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            return NDlogSyntaxError("unterminated comment: '/*' has no closing '*/'",
+                                    Span(line, column, filename))
+    return None
+
+
+def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None,
+                  text: str) -> NDlogSyntaxError:
+    stop = len(text)
+    if isinstance(exc, lark.exceptions.UnexpectedCharacters):
+        stop = exc.pos_in_stream
+    elif isinstance(exc, lark.exceptions.UnexpectedToken) and exc.token.type != "$END":
+        stop = exc.token.start_pos if exc.token.start_pos is not None else stop
+    unterminated = _unterminated_comment(text, filename, stop)
+    if unterminated is not None:
+        return unterminated
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
         span = Span(exc.line, exc.column, filename)
         char = exc.char
+        if char == '"':
+            return NDlogSyntaxError("unterminated string: no closing '\"' on this line", span)
         msg = f"unexpected character {char!r}"
         allowed = getattr(exc, "allowed", None)
         if allowed:
@@ -184,18 +256,29 @@ def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None) -> NDlog
         return NDlogSyntaxError(msg, span)
     if isinstance(exc, lark.exceptions.UnexpectedEOF):
         return NDlogSyntaxError(f"unexpected end of input; expected {_describe(exc.expected)}",
-                                None)
+                                _end_span(text, filename))
     if isinstance(exc, lark.exceptions.UnexpectedToken):
         tok = exc.token
+        # ``accepts`` is exact; ``expected`` may hold LALR look-aheads that cannot follow
+        expected = getattr(exc, "accepts", None) or exc.expected
         if tok.type == "$END":
             what = "end of input"
+            span = _end_span(text, filename)
         else:
             what = repr(str(tok))
-        span = Span(tok.line, tok.column, filename) if getattr(tok, "line", None) else None
+            span = Span(tok.line, tok.column, filename) if getattr(tok, "line", None) else None
         hint = None
-        if tok.type == "$END" or (tok.type in ("NAME", "VAR") and "DOT" in exc.expected):
+        if "DOT" in expected and (tok.type == "$END" or tok.type in ("NAME", "VAR")):
             hint = "every statement ends with a period"
-        return NDlogSyntaxError(f"unexpected {what}; expected {_describe(exc.expected)}", span,
+            prev = (getattr(exc, "token_history", None) or [None])[-1]
+            if (tok.type != "$END" and prev is not None and prev.end_line is not None
+                    and prev.end_line < tok.line):
+                # a statement ended without '.' and the next one starts on a later line
+                return NDlogSyntaxError(
+                    f"missing '.' at the end of the statement (the next one starts at line "
+                    f"{tok.line} with {what})", Span(prev.end_line, prev.end_column, filename),
+                    hint=hint)
+        return NDlogSyntaxError(f"unexpected {what}; expected {_describe(expected)}", span,
                                 hint=hint)
     return NDlogSyntaxError(str(exc), None)
 
@@ -206,24 +289,39 @@ def _parse_tree(text: str, filename: str | None, start: str = "start"):
     except lark.exceptions.VisitError as exc:  # pragma: no cover - defensive
         raise exc.orig_exc from None
     except lark.exceptions.UnexpectedInput as exc:
-        err = _syntax_error(exc, filename)
+        err = _syntax_error(exc, filename, text)
         if err.span is None:
-            lines = text.splitlines() or [""]
-            err.span = Span(len(lines), len(lines[-1]) + 1, filename)
+            err.span = _end_span(text, filename)
         err.source = text
         raise err from None
+    except RecursionError:
+        raise _too_deep(text, filename) from None
     try:
         return _ToAST(filename).transform(tree)
     except lark.exceptions.VisitError as exc:
         orig = exc.orig_exc
-        if isinstance(orig, NDlogSemanticError):
+        if isinstance(orig, PSNError):
             orig.source = text
             raise orig from None
+        if isinstance(orig, RecursionError):
+            raise _too_deep(text, filename) from None
         raise
+    except RecursionError:
+        raise _too_deep(text, filename) from None
+
+
+def _too_deep(text: str, filename: str | None) -> NDlogSyntaxError:
+    return NDlogSyntaxError("expression nesting is too deep for the parser; split the "
+                            "expression with assignments", Span(1, 1, filename), text)
 
 
 def _check_fact(fact: A.Fact, filename: str | None, text: str) -> None:
     for arg in fact.atom.args:
+        if isinstance(arg, A.Aggregate):
+            raise NDlogSemanticError(
+                f"aggregate {arg.func}<{arg.var.name if arg.var else '*'}> appears in the fact "
+                f"'{fact.pred}'; aggregates may appear only in rule heads",
+                arg.span or fact.span, text)
         if not isinstance(arg, A.Const):
             raise NDlogSemanticError(
                 f"fact '{fact.pred}' must be ground: only constants may appear in a fact",
@@ -233,10 +331,13 @@ def _check_fact(fact: A.Fact, filename: str | None, text: str) -> None:
 
 def _assemble(items: list, filename: str | None, text: str) -> A.Program:
     rules, facts, tables = [], [], []
+    hidden: set[str] = set()
     names: dict[str, A.Rule] = {}
     for item in items:
         if isinstance(item, A.Rule):
             rules.append(item)
+        elif isinstance(item, _Hidden):
+            hidden.update(item.preds)
         elif isinstance(item, A.Fact):
             _check_fact(item, filename, text)
             facts.append(item)
@@ -266,7 +367,8 @@ def _assemble(items: list, filename: str | None, text: str) -> A.Program:
         if t.pred in seen_tables:
             raise NDlogSemanticError(f"table '{t.pred}' is materialized twice", t.span, text)
         seen_tables[t.pred] = t
-    return A.Program(tuple(out_rules), tuple(facts), tuple(tables), frozenset(), filename, text)
+    return A.Program(tuple(out_rules), tuple(facts), tuple(tables), frozenset(hidden), filename,
+                     text)
 
 
 def parse(text: str, filename: str | None = None, check: bool = True) -> A.Program:
@@ -335,7 +437,8 @@ def parse_facts(text: str, filename: str | None = None) -> list[A.Fact]:
     out = []
     for item in items:
         if not isinstance(item, A.Fact):
-            what = "a rule" if isinstance(item, A.Rule) else "a materialize declaration"
+            what = ("a rule" if isinstance(item, A.Rule) else "a #hidden pragma"
+                    if isinstance(item, _Hidden) else "a materialize declaration")
             raise NDlogSemanticError(f"a facts file holds only facts, but this is {what}",
                                      item.span, text)
         _check_fact(item, filename, text)

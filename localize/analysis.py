@@ -1,0 +1,363 @@
+"""Analyses of distributed rules for localization: where a body lives and how its parts link.
+
+Role: read-only questions about one rule that the rewrite passes of :mod:`localize.passes`
+ask: which locations its body atoms live at (:func:`body_locations`), which body atoms at one
+location name another location (:func:`link_graph`), and, from those, the *plan* of a
+link-restricted rule (:func:`plan_rule`): the location the residual rule runs at, and the
+order in which the other locations are shipped to their neighbours, each step naming the link
+atom it travels along. A rule that cannot be localized is reported here, with the reason and
+the rule's position (:class:`~psn.errors.LocalizationError`).
+
+Deliberately not here: building rules or programs (analyses never modify the program; the
+passes do), and any check that is not about locations (arity, safety and stratification are
+:mod:`psn.checks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psn import ast as A
+from psn.builtins import format_value
+from psn.errors import LocalizationError
+
+__all__ = [
+    "Location", "LinkEdge", "Step", "Plan",
+    "location_of", "body_locations", "mentions", "link_graph", "head_location_bound",
+    "bound_in_body", "plan_rule", "show_location", "mirror_index",
+]
+
+#: A location as it appears in a rule: the location term itself (a variable or a constant).
+Location = A.Term
+
+
+def location_of(atom: A.Atom) -> Location | None:
+    """The location term of ``atom`` (the ``@`` argument), or ``None`` if it has none."""
+    return atom.loc_term
+
+
+def show_location(loc: Location) -> str:
+    """``@S`` for a variable, ``@a`` for a constant: how messages name a location."""
+    if isinstance(loc, A.Var):
+        return "@" + loc.name
+    if isinstance(loc, A.Const):
+        return "@" + format_value(loc.value)
+    return "@<expression>"
+
+
+def _same(a: A.Term, b: A.Term) -> bool:
+    """Two location terms denote the same location in every valuation of the rule."""
+    if isinstance(a, A.Var) and a.anonymous:
+        return a is b  # every '_' is a distinct variable
+    return a == b
+
+
+def body_locations(rule: A.Rule) -> tuple[Location, ...]:
+    """The distinct locations of the body atoms of ``rule``, in body order.
+
+    Examples
+    --------
+    ``reachable(@S,D) :- link(@S,Z), reachable(@Z,D).`` has body locations ``(S, Z)``.
+    """
+    out: list[Location] = []
+    for atom in rule.body_atoms:
+        loc = location_of(atom)
+        if loc is not None and not any(_same(loc, seen) for seen in out):
+            out.append(loc)
+    return tuple(out)
+
+
+def mentions(atom: A.Atom, loc: Location) -> tuple[int, ...]:
+    """Argument positions (0-based, the ``@`` one excluded) where ``atom`` names ``loc``.
+
+    Only plain arguments count: ``link(@S, Z)`` names ``Z`` at position 1; an expression that
+    contains ``Z`` does not name it (the node could not address a message with it).
+    """
+    if isinstance(loc, A.Var) and loc.anonymous:
+        return ()
+    return tuple(i for i, arg in enumerate(atom.args) if i != atom.loc and arg == loc)
+
+
+@dataclass(frozen=True)
+class LinkEdge:
+    """Body atom ``atom`` (the ``index``-th literal of the body), stored at ``src``, names
+    location ``dst`` at argument ``position``: the node at ``src`` knows its neighbour
+    ``dst``. ``atom`` is ``None`` when ``dst`` is a constant (every node knows it)."""
+
+    src: Location
+    dst: Location
+    atom: A.Atom | None
+    index: int | None
+    position: int | None
+
+
+def link_graph(rule: A.Rule) -> list[LinkEdge]:
+    """Every way one body location of ``rule`` knows another, in body order.
+
+    A body atom at ``S`` whose arguments include the location ``Z`` of another body atom is
+    a link from ``S`` to ``Z`` (Loo et al., SIGMOD 2006: link-restricted rules; RUNTIME.md
+    §1). A constant location is known everywhere, so every location links to it.
+
+    Returns
+    -------
+    list of LinkEdge
+        One edge per (atom, named position); several may join the same two locations.
+    """
+    locs = body_locations(rule)
+    edges: list[LinkEdge] = []
+    for index, lit in enumerate(rule.body):
+        if not isinstance(lit, A.Atom) or lit.loc is None:
+            continue
+        src = location_of(lit)
+        for dst in locs:
+            if _same(dst, src):
+                continue
+            for pos in mentions(lit, dst):
+                edges.append(LinkEdge(src, dst, lit, index, pos))
+    for dst in locs:
+        if isinstance(dst, A.Const):
+            for src in locs:
+                if not _same(src, dst):
+                    edges.append(LinkEdge(src, dst, None, None, None))
+    return edges
+
+
+def bound_in_body(rule: A.Rule) -> set[str]:
+    """Names of the variables the body binds: plain arguments of body atoms, then
+    assignments (``:=`` and ``=``) whose right-hand side is bound, to a fixpoint."""
+    bound = {a.name for atom in rule.body_atoms for a in atom.args
+             if isinstance(a, A.Var) and not a.anonymous}
+    changed = True
+    while changed:
+        changed = False
+        for lit in rule.body:
+            target, expr = _assignment(lit)
+            if target is None or target.name in bound:
+                continue
+            if all(v.name in bound for v in A.term_vars(expr)):
+                bound.add(target.name)
+                changed = True
+    return bound
+
+
+def _assignment(lit: A.Literal) -> tuple[A.Var | None, A.Term | None]:
+    if isinstance(lit, A.Assign):
+        return lit.var, lit.expr
+    if isinstance(lit, A.Compare) and lit.op == "=" and isinstance(lit.left, A.Var) \
+            and not lit.left.anonymous:
+        return lit.left, lit.right
+    return None, None
+
+
+def head_location_bound(rule: A.Rule) -> A.Var | None:
+    """The first variable of the head's location term that the body does not bind, or
+    ``None`` when the head's location is bound (or the head has no location)."""
+    loc = rule.head.loc_term
+    if loc is None:
+        return None
+    if isinstance(loc, A.Var) and loc.anonymous:
+        return loc
+    bound = bound_in_body(rule)
+    for v in A.term_vars(loc):
+        if v.name not in bound:
+            return v
+    return None
+
+
+@dataclass(frozen=True)
+class Step:
+    """Ship the atoms at ``child`` to ``parent``.
+
+    ``via`` is the link: either an edge from ``child`` to ``parent`` (the child knows the
+    parent: send directly) or an edge from ``parent`` to ``child`` (only the parent knows the
+    child: the link atom is mirrored at the child first, Nigam Sec. 2.1).
+    """
+
+    child: Location
+    parent: Location
+    via: LinkEdge
+
+    @property
+    def mirrored(self) -> bool:
+        return not _same(self.via.src, self.child)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a rule is localized: the residual rule runs at ``root``; ``steps`` ship every
+    other body location towards it, leaves first (each step's child has no later step
+    shipping into it)."""
+
+    rule: A.Rule
+    root: Location | None
+    steps: tuple[Step, ...]
+    reason: str
+
+    @property
+    def local(self) -> bool:
+        return not self.steps
+
+
+def _choose_root(rule: A.Rule, locs: tuple[Location, ...], edges: list[LinkEdge]):
+    head = rule.head.loc_term
+    for loc in locs:
+        if head is not None and _same(loc, head):
+            return loc, "the head's location"
+    # otherwise: the location from which the fewest links must be mirrored
+    best, best_cost = locs[0], None
+    for loc in locs:
+        cost = _mirror_count(loc, locs, edges)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = loc, cost
+    return best, "the body location that needs the fewest link mirrors"
+
+
+def _mirror_count(root: Location, locs, edges) -> int:
+    parents = _spanning_tree(root, locs, edges)
+    return sum(1 for step in parents.values() if step.mirrored)
+
+
+def _spanning_tree(root: Location, locs, edges) -> dict[int, Step]:
+    """Breadth-first tree from ``root``: body-location index -> step shipping it to its
+    parent. Direct links (child knows parent) are preferred over mirrored ones."""
+    index = {i: loc for i, loc in enumerate(locs)}
+    pos = next(i for i, loc in index.items() if _same(loc, root))
+    seen, queue, out = {pos}, [pos], {}
+    while queue:
+        p = queue.pop(0)
+        parent = index[p]
+        for c, child in index.items():
+            if c in seen:
+                continue
+            direct = [e for e in edges if _same(e.src, child) and _same(e.dst, parent)]
+            mirror = [e for e in edges if _same(e.src, parent) and _same(e.dst, child)
+                      and e.atom is not None]
+            if direct or mirror:
+                out[c] = Step(child, parent, (direct or mirror)[0])
+                seen.add(c)
+                queue.append(c)
+    return out
+
+
+def _postorder(root_index: int, tree: dict[int, Step], locs) -> list[Step]:
+    children: dict[int, list[int]] = {}
+    for c, step in tree.items():
+        p = next(i for i, loc in enumerate(locs) if _same(loc, step.parent))
+        children.setdefault(p, []).append(c)
+    out: list[Step] = []
+
+    def visit(n: int) -> None:
+        for c in sorted(children.get(n, ())):
+            visit(c)
+            out.append(tree[c])
+    visit(root_index)
+    return out
+
+
+def _unconnected_error(rule: A.Rule, locs, tree: dict[int, Step],
+                       root_index: int, source: str | None) -> LocalizationError:
+    reached = set(tree) | {root_index}
+    lost = next(i for i in range(len(locs)) if i not in reached)
+    atom = next(a for a in rule.body_atoms if _same(location_of(a), locs[lost]))
+    here = ", ".join(show_location(locs[i]) for i in sorted(reached))
+    there = show_location(locs[lost])
+    return LocalizationError(
+        f"rule '{rule.name}' cannot be localized: its body spans {here} and {there}, but no "
+        f"body atom links them (a body atom at one location must name the other location, "
+        f"e.g. link({show_location(locs[root_index])}, {there[1:]}))",
+        atom.span or rule.span, source,
+        hint="join the atoms through a link predicate, or give them one location")
+
+
+def plan_rule(rule: A.Rule, source: str | None = None) -> Plan:
+    """Decide how to localize one rule of a distributed program (RUNTIME.md §1).
+
+    The residual rule runs at the head's location when the body has an atom there, and
+    otherwise at the body location that needs the fewest link mirrors. The other body
+    locations form a breadth-first spanning tree along link atoms; they are shipped to their
+    parent leaves first, so a body over three locations is rewritten in two steps.
+
+    Parameters
+    ----------
+    rule:
+        A rule of a distributed program.
+    source:
+        The program text, for the caret of an error.
+
+    Returns
+    -------
+    Plan
+        ``steps`` is empty when the body already lives at one location.
+
+    Raises
+    ------
+    LocalizationError
+        If the head's location variable is not bound by the body, if a body atom has no
+        location specifier, or if the body's locations are not connected by link atoms
+        (Loo et al., SIGMOD 2006: only link-restricted rules can be localized).
+    """
+    for atom in rule.body_atoms:
+        if atom.loc is None:
+            raise LocalizationError(
+                f"rule '{rule.name}' cannot be localized: body atom '{atom.pred}' has no "
+                "location specifier", atom.span or rule.span, source)
+    unbound = head_location_bound(rule)
+    if unbound is not None:
+        raise LocalizationError(
+            f"rule '{rule.name}' cannot be localized: the head's location variable "
+            f"{unbound.name} is not bound by the body, so no node knows where to send "
+            f"'{rule.head.pred}' tuples", unbound.span or rule.head.span or rule.span, source,
+            hint=f"bind {unbound.name} in a body atom, e.g. link(@S, {unbound.name})")
+    locs = body_locations(rule)
+    if len(locs) <= 1:
+        return Plan(rule, locs[0] if locs else None, (), "its body already lives at one node")
+    edges = link_graph(rule)
+    root, why = _choose_root(rule, locs, edges)
+    root_index = next(i for i, loc in enumerate(locs) if _same(loc, root))
+    tree = _spanning_tree(root, locs, edges)
+    if len(tree) + 1 < len(locs):
+        raise _unconnected_error(rule, locs, tree, root_index, source)
+    return Plan(rule, root, tuple(_postorder(root_index, tree, locs)),
+                f"it runs at {show_location(root)}, {why}")
+
+
+def mirror_index(program: A.Program) -> dict[tuple[str, int], str]:
+    """The link mirrors a program already has: ``(pred, position) -> mirror predicate``.
+
+    A mirror is a hidden predicate defined by exactly one rule of the shape made by
+    :func:`localize.passes.add_link_mirrors`, e.g. ``link_rev(@Z, S, C) :- link(@S, Z, C).``:
+    the body is one atom with distinct plain variables, and the head lists the argument at
+    ``position`` (now the location), then the body's location, then the other arguments in
+    order.
+    """
+    by_head: dict[str, list[A.Rule]] = {}
+    for r in program.rules:
+        by_head.setdefault(r.head.pred, []).append(r)
+    out: dict[tuple[str, int], str] = {}
+    for pred in sorted(program.hidden):
+        rules = by_head.get(pred, [])
+        if len(rules) != 1:
+            continue
+        key = _mirror_shape(rules[0])
+        if key is not None:
+            out.setdefault(key, pred)
+    return out
+
+
+def _mirror_shape(rule: A.Rule) -> tuple[str, int] | None:
+    if len(rule.body) != 1 or not isinstance(rule.body[0], A.Atom):
+        return None
+    body = rule.body[0]
+    head = rule.head
+    names = [a.name if isinstance(a, A.Var) and not a.anonymous else None for a in body.args]
+    if body.loc is None or None in names or len(set(names)) != len(names):
+        return None
+    if head.loc != 0 or head.arity != body.arity or head.aggregates:
+        return None
+    for pos in range(body.arity):
+        if pos == body.loc:
+            continue
+        rest = [a for i, a in enumerate(body.args) if i not in (pos, body.loc)]
+        if head.args == (body.args[pos], body.args[body.loc], *rest):
+            return body.pred, pos
+    return None

@@ -1,0 +1,300 @@
+"""Analyses of NDlog programs: dependency graph, strata, aggregate-selection detection.
+
+Role: read-only facts about a :class:`~psn.ast.Program` that the checker, the evaluators,
+the localizer and the engine share. Nothing here modifies a program (rewrites live in
+``localize/``), and nothing here raises for a bad program: the checker
+(:mod:`psn.checks`) turns findings into errors.
+
+Aggregate selection (Liu et al., ICDE 2009, Sec. 6; Sudarshan and Ramakrishnan, VLDB 1991):
+a recursive predicate ``p`` that the rest of the program consumes only through ``min``/``max``
+aggregates over one group key may be pruned, per group, to the tuples that are best for at
+least one of those aggregates (ties kept). :func:`aggsel_candidates` finds such predicates;
+the pruning is exact when every recursive rule strictly worsens the aggregated values
+(positive costs), which evaluators check at run time with :attr:`AggSelSpec.monotone`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from . import ast as A
+
+__all__ = [
+    "Dependency", "dependency_graph", "sccs", "strata", "recursive_predicates",
+    "recursive_aggregate_rules", "AggSelSpec", "aggsel_candidates", "rules_by_head",
+]
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """``head`` depends on ``body`` through ``rule``; ``aggregate`` if the rule aggregates."""
+
+    head: str
+    body: str
+    rule: str
+    aggregate: bool
+
+
+def dependency_graph(program: A.Program) -> list[Dependency]:
+    """Every (head, body predicate) edge of the program's rules."""
+    out = []
+    for r in program.rules:
+        for atom in r.body_atoms:
+            out.append(Dependency(r.head.pred, atom.pred, r.name, r.is_aggregate))
+    return out
+
+
+def rules_by_head(program: A.Program) -> dict[str, list[A.Rule]]:
+    out: dict[str, list[A.Rule]] = {}
+    for r in program.rules:
+        out.setdefault(r.head.pred, []).append(r)
+    return out
+
+
+def sccs(nodes: Iterable[str], edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components in reverse topological order of ``edges``
+    (a component comes after every component it has an edge to), by Tarjan's algorithm,
+    iteratively so deep programs do not hit the recursion limit."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                    advanced = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(comp))
+    return out
+
+
+def _edges(program: A.Program) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for d in dependency_graph(program):
+        edges.setdefault(d.head, set()).add(d.body)
+    return edges
+
+
+def strata(program: A.Program) -> list[list[str]]:
+    """Predicates grouped into strongly connected components, in evaluation order
+    (every component after the components it depends on)."""
+    return sccs(program.predicates, _edges(program))
+
+
+def recursive_predicates(program: A.Program) -> frozenset[str]:
+    """Predicates that depend on themselves, directly or through others."""
+    edges = _edges(program)
+    out = set()
+    for comp in strata(program):
+        if len(comp) > 1 or comp[0] in edges.get(comp[0], ()):
+            out.update(comp)
+    return frozenset(out)
+
+
+def recursive_aggregate_rules(program: A.Program) -> list[A.Rule]:
+    """Aggregate rules whose body depends on the rule's own head (not stratifiable)."""
+    comp_of = {p: i for i, comp in enumerate(strata(program)) for p in comp}
+    return [r for r in program.rules if r.is_aggregate
+            and any(comp_of[a.pred] == comp_of[r.head.pred] for a in r.body_atoms)]
+
+
+@dataclass(frozen=True)
+class AggSelSpec:
+    """Aggregate selection on one recursive predicate.
+
+    Attributes
+    ----------
+    pred:
+        The pruned predicate (``path`` in shortest path).
+    group:
+        0-based argument positions of the group key (``S, D``).
+    aggregates:
+        ``(position, 'min'|'max')`` pairs, one per aggregated argument (``C`` and ``L``).
+    monotone:
+        For each recursive rule, ``(rule name, head var, body var, func)`` per aggregate: the
+        head's value must be strictly worse than the body's (``>`` for min, ``<`` for max)
+        for the pruning to be exact; evaluators check it and report a non-positive cost.
+    """
+
+    pred: str
+    group: tuple[int, ...]
+    aggregates: tuple[tuple[int, str], ...]
+    monotone: tuple[tuple[str, str, str, str], ...]
+
+
+def _var_positions(atom: A.Atom) -> dict[str, int] | None:
+    """name -> position for an atom whose args are distinct variables; None otherwise."""
+    out: dict[str, int] = {}
+    for i, t in enumerate(atom.args):
+        if not isinstance(t, A.Var) or t.anonymous:
+            continue
+        if t.name in out:
+            return None
+        out[t.name] = i
+    return out
+
+
+def _aggregate_use(rule: A.Rule, pred: str):
+    """If ``rule`` is ``q(G.., min<X>..) :- pred(...)``, return (group positions, aggs)."""
+    atoms = rule.body_atoms
+    if len(atoms) != 1 or len(rule.body) != 1 or atoms[0].pred != pred:
+        return None
+    pos = _var_positions(atoms[0])
+    if pos is None:
+        return None
+    group, aggs = [], []
+    for t in rule.head.args:
+        if isinstance(t, A.Aggregate):
+            if t.func not in ("min", "max") or t.var is None or t.var.name not in pos:
+                return None
+            aggs.append((pos[t.var.name], t.func))
+        elif isinstance(t, A.Var) and t.name in pos:
+            group.append(pos[t.name])
+        else:
+            return None
+    return tuple(sorted(group)), tuple(aggs)
+
+
+def _selection_use(rule: A.Rule, pred: str, agg_rels: dict[str, tuple]):
+    """If ``rule`` joins ``pred(...)`` with an aggregate relation of ``pred`` on its group
+    key and aggregated value (``cheapestPath :- path(...), minCost(S, D, C)``), return the
+    aggregate relation's (group, aggs)."""
+    atoms = rule.body_atoms
+    if len(atoms) != 2 or len(rule.body) != 2:
+        return None
+    p_atoms = [a for a in atoms if a.pred == pred]
+    q_atoms = [a for a in atoms if a.pred != pred]
+    if len(p_atoms) != 1 or len(q_atoms) != 1 or q_atoms[0].pred not in agg_rels:
+        return None
+    p_pos = _var_positions(p_atoms[0])
+    group, aggs, q_layout = agg_rels[q_atoms[0].pred]
+    if p_pos is None:
+        return None
+    for q_arg, p_index in zip(q_atoms[0].args, q_layout):
+        if not isinstance(q_arg, A.Var) or p_pos.get(q_arg.name) != p_index:
+            return None
+    return group, aggs
+
+
+def _monotone_checks(rules: list[A.Rule], pred: str, aggs) -> tuple | None:
+    checks = []
+    for r in rules:
+        rec = [a for a in r.body_atoms if a.pred == pred]
+        if not rec:
+            continue
+        if len(rec) != 1:
+            return None
+        for position, func in aggs:
+            head_t, body_t = r.head.args[position], rec[0].args[position]
+            if not (isinstance(head_t, A.Var) and isinstance(body_t, A.Var)):
+                return None
+            checks.append((r.name, head_t.name, body_t.name, func))
+    return tuple(checks)
+
+
+def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
+    """Recursive predicates that matter only through min/max aggregates on one group key.
+
+    A predicate ``p`` qualifies when it is directly recursive on its own (its strongly
+    connected component is ``{p}``), every recursive rule of ``p`` is linear with variables at
+    the aggregated positions, and every rule outside the component that reads ``p`` is either
+    an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
+    group key and the aggregated value. All uses must share one group key.
+
+    Returns
+    -------
+    dict
+        predicate -> :class:`AggSelSpec`. Shortest path (NDLOG.md) yields ``path`` grouped
+        by ``(S, D)`` with ``min`` on ``C`` and on ``L``.
+    """
+    edges = _edges(program)
+    heads = rules_by_head(program)
+    out: dict[str, AggSelSpec] = {}
+    for comp in strata(program):
+        if len(comp) != 1:
+            continue
+        p = comp[0]
+        if p not in edges.get(p, ()):
+            continue
+        spec = _spec_for(program, p, heads)
+        if spec is not None:
+            out[p] = spec
+    return out
+
+
+def _spec_for(program: A.Program, p: str, heads) -> AggSelSpec | None:
+    consumers = [r for r in program.rules
+                 if r.head.pred != p and any(a.pred == p for a in r.body_atoms)]
+    if not consumers:
+        return None
+    agg_rels: dict[str, tuple] = {}
+    for r in consumers:
+        use = _aggregate_use(r, p)
+        if use is None:
+            continue
+        if len(heads.get(r.head.pred, ())) != 1:
+            return None
+        layout = _head_layout(r, p)
+        agg_rels[r.head.pred] = (use[0], use[1], layout)
+    group: tuple[int, ...] | None = None
+    aggs: set[tuple[int, str]] = set()
+    for r in consumers:
+        use = _aggregate_use(r, p) or _selection_use(r, p, agg_rels)
+        if use is None:
+            return None
+        if group is not None and use[0] != group:
+            return None
+        group = use[0]
+        aggs.update(use[1])
+    if not aggs:
+        return None
+    ordered = tuple(sorted(aggs))
+    if len({pos for pos, _ in ordered}) != len(ordered):
+        return None  # min and max on the same position: no single direction to prune
+    mono = _monotone_checks(heads.get(p, []), p, ordered)
+    if mono is None:
+        return None
+    return AggSelSpec(p, group, ordered, mono)
+
+
+def _head_layout(rule: A.Rule, p: str) -> tuple[int, ...]:
+    """For an aggregate rule over ``p``, the position in ``p`` that each head arg reads."""
+    pos = _var_positions(rule.body_atoms[0]) or {}
+    out = []
+    for t in rule.head.args:
+        var = t.var if isinstance(t, A.Aggregate) else t
+        out.append(pos[var.name])  # type: ignore[union-attr]
+    return tuple(out)

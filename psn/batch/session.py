@@ -1,0 +1,120 @@
+"""One local Spark session per process, configured for small iterative batch jobs.
+
+Role: start (or reuse) the :class:`pyspark.sql.SparkSession` that the Spark reference
+evaluator (:mod:`psn.batch.spark`) runs on. By default it is a local session
+(``local[*]``) tuned for these jobs (RUNTIME.md §7): web UI off, 2 shuffle partitions,
+quiet logs (level ERROR, no startup banner or progress bars), and bound to 127.0.0.1 so it
+needs no network. Any Spark cluster can be used instead by giving its master URL.
+
+Deliberately not here: evaluation (see :mod:`psn.batch.spark`), and stopping the session
+behind the caller's back: the session lives until :func:`stop_session` or process exit.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+__all__ = ["get_session", "stop_session", "DEFAULT_MASTER", "SHUFFLE_PARTITIONS"]
+
+#: master used when none is given (all local cores; a 2-core machine gets ``local[2]``)
+DEFAULT_MASTER = "local[*]"
+#: shuffle partitions: 200 (Spark's default) made a 100-node closure 2-10x slower locally
+SHUFFLE_PARTITIONS = 2
+
+_LOCK = threading.Lock()
+_SESSION = None
+_MASTER = None
+
+# log4j2 configuration: only errors, to stderr; no "Using Spark's default log4j profile"
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = off
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+def _log4j_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), f"psn-spark-log4j2-{os.getuid()}-v3.properties")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as fh:
+            fh.write(_LOG4J2)
+        os.replace(tmp, path)
+    return path
+
+
+def _builder(master: str, local: bool):
+    from pyspark.sql import SparkSession
+
+    java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    b = (SparkSession.builder.master(master).appName("psn-reference")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.driver.extraJavaOptions", java_opts)
+         .config("spark.executor.extraJavaOptions", java_opts))
+    if local:
+        b = (b.config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.default.parallelism", str(SHUFFLE_PARTITIONS)))
+    return b
+
+
+def get_session(master: str | None = None):
+    """Return this process's Spark session, starting it on first use.
+
+    Parameters
+    ----------
+    master:
+        A Spark master URL (``local[2]``, ``spark://host:7077``, ...). ``None`` means the
+        running session if there is one, else :data:`DEFAULT_MASTER`.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+        One shared session per process (RUNTIME.md §6-§7: the reference results are batch
+        jobs; a local session costs 4-6 s to start, so it is started once).
+
+    Raises
+    ------
+    psn.errors.InputError
+        If a session with a different master is already running in this process.
+    """
+    global _SESSION, _MASTER
+    with _LOCK:
+        if _SESSION is not None and _SESSION.sparkContext._jsc is not None:
+            if master is not None and master != _MASTER:
+                from ..errors import InputError
+                raise InputError(f"a Spark session on '{_MASTER}' is already running in this "
+                                 f"process; cannot switch to '{master}'")
+            return _SESSION
+        chosen = master or DEFAULT_MASTER
+        local = chosen.startswith("local")
+        if local:
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        session = _builder(chosen, local).getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        _SESSION, _MASTER = session, chosen
+        return session
+
+
+def stop_session() -> None:
+    """Stop this process's session (if any); the next :func:`get_session` starts anew."""
+    global _SESSION, _MASTER
+    with _LOCK:
+        if _SESSION is not None:
+            _SESSION.stop()
+        _SESSION, _MASTER = None, None

@@ -1,0 +1,46 @@
+"""``psn eval PROGRAM [--facts FILE]... [--format table|json|csv]``: run the centralized
+reference evaluator and print every relation.
+
+Deliberately not here: distributed execution (``psn run``) and Spark (``psn reference``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="evaluate a program centrally (reference semantics)",
+                       description="Evaluate an NDlog program with the centralized "
+                       "semi-naive reference evaluator and print its relations.")
+    p.add_argument("program", help="NDlog program file")
+    p.add_argument("--facts", action="append", default=[], metavar="FILE",
+                   help="facts file: NDlog fact statements, or FILE.csv rows of the "
+                   "predicate named by the file (repeatable)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--no-aggsel", action="store_true",
+                   help="turn aggregate selection off (enumerates every path)")
+    p.add_argument("--relation", action="append", default=[], metavar="NAME",
+                   help="print only this relation (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..output import read_facts_files, render_relations
+    from ..parser import load
+    from ..reference import evaluate
+
+    program = load(args.program)
+    facts = read_facts_files(args.facts)
+    result = evaluate(program, facts, aggsel=not args.no_aggsel)
+    if args.relation:
+        unknown = [r for r in args.relation if r not in result]
+        if unknown:
+            raise InputError(f"no relation named {', '.join(map(repr, unknown))}; "
+                             f"the program has {', '.join(sorted(result))}")
+        result = {r: result[r] for r in args.relation}
+    print(render_relations(result, args.format))
+    return 0

@@ -1,0 +1,535 @@
+"""The centralized reference evaluator: synchronous semi-naive evaluation (Nigam et al.,
+Algorithm 2), set semantics, stratum by stratum, with aggregates and aggregate selection.
+
+Role: the oracle every incremental and distributed path is checked against. It is kept
+simple enough to trust: plain Python sets, hash indexes built on demand, one join plan per
+(rule, delta position), no incremental maintenance, no location semantics (the ``@`` only
+names an argument). Fast enough for the reference programs on a few hundred nodes.
+
+Aggregates range over the distinct satisfying assignments of the rule body's variables:
+``count<X>`` and ``count<*>`` count them, ``sum``/``avg`` add their values, ``min``/``max`` pick
+one; a group with no assignment produces no tuple.
+
+Aggregate selection (Liu et al., ICDE 2009, Sec. 6): where :func:`psn.analysis.aggsel_candidates`
+finds a recursive predicate consumed only through min/max aggregates (``path`` in shortest
+path), each group keeps only the tuples that are best for at least one aggregate, ties kept,
+so that shortest path terminates without enumerating every simple path while the
+aggregate-facing relations (``minCost``, ``cheapestPath``, ...) equal the declarative result.
+The pruned predicate itself then holds only those best tuples. The pruning requires the
+recursive rules to strictly worsen the aggregated values (positive costs); a violation is an
+:class:`~psn.errors.EvaluationError`.
+
+Deliberately not here: incremental maintenance, provenance, message passing (the engine),
+localization, and primary-key replacement of *derived* tuples (keys apply to base facts).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+from . import ast as A
+from .analysis import AggSelSpec, aggsel_candidates, strata
+from .builtins import format_value
+from .errors import EvaluationError, InputError, NDlogSemanticError
+from .expr import compile_compare, compile_term
+
+__all__ = ["evaluate", "base_facts", "Relation", "compile_body", "aggregate_value"]
+
+Env = dict
+Emit = Callable[[Env], None]
+
+
+class Relation:
+    """A set of tuples with hash indexes on argument positions, built on first use."""
+
+    __slots__ = ("tuples", "_indexes")
+
+    def __init__(self, tuples: Iterable[tuple] = ()):
+        self.tuples: set[tuple] = set(tuples)
+        self._indexes: dict[tuple[int, ...], dict[tuple, set[tuple]]] = {}
+
+    def add(self, t: tuple) -> bool:
+        if t in self.tuples:
+            return False
+        self.tuples.add(t)
+        for positions, index in self._indexes.items():
+            index.setdefault(tuple(t[p] for p in positions), set()).add(t)
+        return True
+
+    def discard(self, t: tuple) -> None:
+        if t not in self.tuples:
+            return
+        self.tuples.discard(t)
+        for positions, index in self._indexes.items():
+            bucket = index.get(tuple(t[p] for p in positions))
+            if bucket is not None:
+                bucket.discard(t)
+
+    def lookup(self, positions: tuple[int, ...], key: tuple) -> Iterable[tuple]:
+        index = self._indexes.get(positions)
+        if index is None:
+            index = {}
+            for t in self.tuples:
+                index.setdefault(tuple(t[p] for p in positions), set()).add(t)
+            self._indexes[positions] = index
+        return index.get(key, ())
+
+    def __len__(self) -> int:
+        return len(self.tuples)
+
+
+# ---------------------------------------------------------------------------------------
+# join plans
+
+
+def _term_ready(term: A.Term, bound: set[str]) -> bool:
+    return all(v.name in bound for v in A.term_vars(term))
+
+
+def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation]):
+    """Compile matching one atom given the variables bound so far.
+
+    Returns ``step(env, emit)`` and the updated bound set.
+    """
+    key_pos, key_fns, binds, checks = [], [], [], []
+    first_at: dict[str, int] = {}
+    for i, t in enumerate(atom.args):
+        if isinstance(t, A.Var) and t.anonymous:
+            continue
+        if isinstance(t, A.Var) and t.name not in bound:
+            if t.name in first_at:
+                checks.append((i, first_at[t.name]))
+            else:
+                first_at[t.name] = i
+                binds.append((t.name, i))
+        elif _term_ready(t, bound):
+            key_pos.append(i)
+            key_fns.append(compile_term(t))
+        else:
+            raise NDlogSemanticError(
+                f"argument {i + 1} of '{atom.pred}' is an expression over unbound variables",
+                atom.span)
+    pred, positions, arity = atom.pred, tuple(key_pos), atom.arity
+
+    def step(env: Env, emit: Emit) -> None:
+        rel = source(pred)
+        if positions:
+            cands = rel.lookup(positions, tuple(f(env) for f in key_fns))
+        else:
+            cands = rel.tuples
+        for t in tuple(cands):
+            if len(t) != arity:
+                continue
+            if checks and any(t[a] != t[b] for a, b in checks):
+                continue
+            e = dict(env)
+            for name, i in binds:
+                e[name] = t[i]
+            emit(e)
+    return step, bound | set(first_at)
+
+
+def _nonatom_step(lit, bound: set[str]):
+    """A comparison or assignment that can run now, or None if its inputs are unbound."""
+    if isinstance(lit, A.Assign):
+        if not _term_ready(lit.expr, bound):
+            return None
+        if lit.var.name in bound:
+            raise NDlogSemanticError(
+                f"variable '{lit.var.name}' is assigned with ':=' but is already bound",
+                lit.span)
+        return _bind_step(lit.var.name, compile_term(lit.expr)), bound | {lit.var.name}
+    if lit.op == "=":
+        for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
+            if (isinstance(var, A.Var) and not var.anonymous and var.name not in bound
+                    and _term_ready(other, bound)):
+                return _bind_step(var.name, compile_term(other)), bound | {var.name}
+    if _term_ready(lit.left, bound) and _term_ready(lit.right, bound):
+        test = compile_compare(lit)
+
+        def filt(env: Env, emit: Emit) -> None:
+            if test(env):
+                emit(env)
+        return filt, bound
+    return None
+
+
+def _bind_step(name: str, fn):
+    def bind(env: Env, emit: Emit) -> None:
+        e = dict(env)
+        e[name] = fn(env)
+        emit(e)
+    return bind
+
+
+def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Callable]):
+    """Order a rule body into steps and chain them.
+
+    Parameters
+    ----------
+    rule:
+        The rule.
+    first:
+        Index into ``rule.body`` of the atom to start with (the delta atom), or None.
+    source_for:
+        ``body index -> (pred -> Relation)``: where each atom reads its tuples.
+
+    Returns
+    -------
+    callable
+        ``run(emit)`` calling ``emit(env)`` once per satisfying assignment (with repeats).
+    """
+    remaining = list(range(len(rule.body)))
+    steps = []
+    bound: set[str] = set()
+    if first is not None:
+        step, bound = _atom_step(rule.body[first], bound, source_for(first))
+        steps.append(step)
+        remaining.remove(first)
+    while remaining:
+        progressed = True
+        while progressed:
+            progressed = False
+            for idx in list(remaining):
+                lit = rule.body[idx]
+                if isinstance(lit, A.Atom):
+                    continue
+                made = _nonatom_step(lit, bound)
+                if made is not None:
+                    steps.append(made[0])
+                    bound = made[1]
+                    remaining.remove(idx)
+                    progressed = True
+        atoms = [i for i in remaining if isinstance(rule.body[i], A.Atom)]
+        if not atoms:
+            if remaining:
+                lit = rule.body[remaining[0]]
+                raise NDlogSemanticError(
+                    f"rule {rule.name}: this literal uses variables that nothing binds",
+                    lit.span)
+            break
+        best = max(atoms, key=lambda i: (_bound_count(rule.body[i], bound), -i))
+        step, bound = _atom_step(rule.body[best], bound, source_for(best))
+        steps.append(step)
+        remaining.remove(best)
+    return _chain(steps)
+
+
+def _bound_count(atom: A.Atom, bound: set[str]) -> int:
+    return sum(1 for t in atom.args
+               if not (isinstance(t, A.Var) and (t.anonymous or t.name not in bound))
+               and _term_ready(t, bound))
+
+
+def _chain(steps):
+    def run(emit: Emit) -> None:
+        def at(i: int):
+            if i == len(steps):
+                return emit
+            nxt = at(i + 1)
+            step = steps[i]
+            return lambda env: step(env, nxt)
+        at(0)({})
+    return run
+
+
+# ---------------------------------------------------------------------------------------
+# aggregates
+
+
+def aggregate_value(func: str, values: list):
+    """min / max / count / sum / avg over a non-empty list of values."""
+    if func == "count":
+        return len(values)
+    if func == "min":
+        return min(values)
+    if func == "max":
+        return max(values)
+    total = sum(values)
+    return total if func == "sum" else total / len(values)
+
+
+def _body_var_names(rule: A.Rule) -> tuple[str, ...]:
+    names: list[str] = []
+    for lit in rule.body:
+        for v in A.literal_vars(lit):
+            if v.name not in names:
+                names.append(v.name)
+    return tuple(names)
+
+
+def _eval_aggregate_rule(rule: A.Rule, full: Callable[[str], Relation]) -> set[tuple]:
+    run = compile_body(rule, None, lambda i: full)
+    names = _body_var_names(rule)
+    seen: set[tuple] = set()
+    envs: list[Env] = []
+
+    def collect(env: Env) -> None:
+        key = tuple(env[n] for n in names)
+        if key not in seen:
+            seen.add(key)
+            envs.append(env)
+    run(collect)
+    group_fns = [(i, compile_term(t)) for i, t in enumerate(rule.head.args)
+                 if not isinstance(t, A.Aggregate)]
+    aggs = rule.head.aggregates
+    groups: dict[tuple, list[list]] = {}
+    for env in envs:
+        key = tuple(f(env) for _, f in group_fns)
+        cols = groups.setdefault(key, [[] for _ in aggs])
+        for col, (_, agg) in zip(cols, aggs):
+            col.append(1 if agg.var is None else env[agg.var.name])
+    out = set()
+    for key, cols in groups.items():
+        row: list = [None] * rule.head.arity
+        for (i, _), v in zip(group_fns, key):
+            row[i] = v
+        for col, (i, agg) in zip(cols, aggs):
+            try:
+                row[i] = aggregate_value(agg.func, col)
+            except TypeError:
+                raise EvaluationError(
+                    f"{agg.func}<...> in rule {rule.name} over values that cannot be "
+                    f"combined: {', '.join(format_value(v) for v in col[:3])}",
+                    agg.span) from None
+        out.add(tuple(row))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# aggregate selection
+
+
+class _Selection:
+    """Per-group best values of one aggregate-selection spec (ties kept)."""
+
+    def __init__(self, spec: AggSelSpec):
+        self.spec = spec
+        self.best: dict[tuple, list] = {}
+        self.members: dict[tuple, set[tuple]] = {}
+
+    def _better(self, func: str, a, b) -> bool:
+        return a < b if func == "min" else a > b
+
+    def offer(self, rel: Relation, candidates: Iterable[tuple]) -> set[tuple]:
+        """Add the non-dominated candidates to ``rel``; drop tuples they dominate.
+        Returns the candidates that were added and survived."""
+        touched: set[tuple] = set()
+        fresh: set[tuple] = set()
+        group = self.spec.group
+        for t in candidates:
+            if t in rel.tuples:
+                continue
+            g = tuple(t[p] for p in group)
+            best = self.best.get(g)
+            if best is None:
+                self.best[g] = [t[p] for p, _ in self.spec.aggregates]
+            else:
+                keep = False
+                for k, (p, func) in enumerate(self.spec.aggregates):
+                    if self._better(func, t[p], best[k]):
+                        best[k] = t[p]
+                        keep = True
+                    elif t[p] == best[k]:
+                        keep = True
+                if not keep:
+                    continue
+            rel.add(t)
+            fresh.add(t)
+            self.members.setdefault(g, set()).add(t)
+            touched.add(g)
+        for g in touched:
+            best = self.best[g]
+            members = self.members[g]
+            for t in list(members):
+                if all(t[p] != best[k] for k, (p, _) in enumerate(self.spec.aggregates)):
+                    members.discard(t)
+                    rel.discard(t)
+                    fresh.discard(t)
+        return fresh
+
+
+def _monotone_guard(rule: A.Rule, spec: AggSelSpec):
+    checks = [(h, b, f) for (name, h, b, f) in spec.monotone if name == rule.name]
+    if not checks:
+        return None
+
+    def guard(env: Env) -> None:
+        for h, b, func in checks:
+            new, old = env[h], env[b]
+            ok = new > old if func == "min" else new < old
+            if not ok:
+                raise EvaluationError(
+                    f"aggregate selection on '{spec.pred}' needs {h} to strictly "
+                    f"{'increase' if func == 'min' else 'decrease'} along rule {rule.name}, "
+                    f"but {h} = {format_value(new)} was derived from {b} = {format_value(old)}",
+                    rule.span, hint="costs must be positive; evaluate with aggsel=False "
+                    "to enumerate every path instead")
+    return guard
+
+
+# ---------------------------------------------------------------------------------------
+# facts and the main loop
+
+
+def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
+               ) -> dict[str, list[tuple]]:
+    """The program's own facts plus ``facts``, with arities checked and primary keys of
+    ``materialize`` applied (a later tuple replaces an earlier one with the same key)."""
+    arities = program.arities()
+    ordered: dict[str, dict] = {}
+
+    def put(pred: str, t: tuple) -> None:
+        want = arities.setdefault(pred, len(t))
+        if len(t) != want:
+            raise InputError(f"fact {pred}({', '.join(format_value(v) for v in t)}) has "
+                             f"{len(t)} arguments, but '{pred}' has arity {want}")
+        table = program.table(pred)
+        key = tuple(t[k - 1] for k in table.keys if k - 1 < len(t)) if table and table.keys \
+            else t
+        rows = ordered.setdefault(pred, {})
+        rows.pop(key, None)
+        rows[key] = t
+    for f in program.facts:
+        put(f.pred, f.values)
+    for pred, rows in (facts or {}).items():
+        if isinstance(rows, (str, bytes)):
+            raise InputError(f"facts for '{pred}' must be an iterable of tuples, got a string")
+        for row in rows:
+            if not isinstance(row, (tuple, list)):
+                raise InputError(f"a fact of '{pred}' must be a tuple, got {row!r}")
+            put(pred, tuple(_freeze(v) for v in row))
+    return {p: list(rows.values()) for p, rows in ordered.items()}
+
+
+def _freeze(v):
+    return tuple(_freeze(x) for x in v) if isinstance(v, list) else v
+
+
+def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
+             aggsel: bool = True, hidden: bool = False) -> dict[str, set[tuple]]:
+    """Evaluate a program centrally to its least fixpoint.
+
+    Parameters
+    ----------
+    program:
+        A parsed program, distributed or centralized (``@`` is ignored), localized or not.
+    facts:
+        ``predicate -> iterable of tuples``, added to the facts stated in the program.
+    aggsel:
+        Apply aggregate selection where the analysis finds it applicable (default). Off, a
+        shortest-path program enumerates every simple path.
+    hidden:
+        Also return auxiliary predicates introduced by rewrites.
+
+    Returns
+    -------
+    dict[str, set[tuple]]
+        Every relation of the program (base and derived) and of ``facts``.
+
+    Notes
+    -----
+    Synchronous semi-naive evaluation (Nigam et al. 2012, Algorithm 2) per stratum; aggregate
+    selection after Liu et al. (ICDE 2009), Sec. 6.
+    """
+    rels: dict[str, Relation] = {}
+
+    def rel(pred: str) -> Relation:
+        r = rels.get(pred)
+        if r is None:
+            r = rels[pred] = Relation()
+        return r
+    for pred, rows in base_facts(program, facts).items():
+        for t in rows:
+            rel(pred).add(t)
+    specs = aggsel_candidates(program) if aggsel else {}
+    by_head: dict[str, list[A.Rule]] = {}
+    for r in program.rules:
+        by_head.setdefault(r.head.pred, []).append(r)
+    for comp in strata(program):
+        rules = [r for p in comp for r in by_head.get(p, [])]
+        if rules:
+            _eval_stratum(set(comp), rules, rel, specs)
+    out = {p: set(r.tuples) for p, r in rels.items()}
+    for p in program.predicates:
+        out.setdefault(p, set())
+    if not hidden:
+        for p in program.hidden:
+            out.pop(p, None)
+    return out
+
+
+def _head_fn(rule: A.Rule):
+    fns = [compile_term(t) for t in rule.head.args]
+    return lambda env: tuple(f(env) for f in fns)
+
+
+def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
+    for r in rules:
+        if r.is_aggregate:
+            target = rel(r.head.pred)
+            for t in _eval_aggregate_rule(r, rel):
+                target.add(t)
+    plain = [r for r in rules if not r.is_aggregate]
+    selections = {p: _Selection(specs[p]) for p in comp if p in specs}
+    delta: dict[str, set[tuple]] = {p: set(rel(p).tuples) for p in comp}
+    pending: dict[str, set[tuple]] = {}
+
+    def derive(r: A.Rule, run) -> None:
+        head = _head_fn(r)
+        guard = _monotone_guard(r, specs[r.head.pred]) if r.head.pred in selections else None
+        target, bucket = rel(r.head.pred), pending.setdefault(r.head.pred, set())
+
+        def emit(env: Env) -> None:
+            if guard:
+                guard(env)
+            t = head(env)
+            if t not in target.tuples:
+                bucket.add(t)
+        run(emit)
+
+    for r in plain:
+        if not any(a.pred in comp for a in r.body_atoms):
+            derive(r, compile_body(r, None, lambda i: rel))
+    for sel_pred, sel in selections.items():
+        existing = set(rel(sel_pred).tuples)
+        for t in existing:
+            rel(sel_pred).discard(t)
+        delta[sel_pred] = sel.offer(rel(sel_pred), existing)
+    delta = _merge(pending, rel, selections, delta)
+    plans = _delta_plans(plain, comp, rel, delta)
+    while any(delta.values()):
+        pending = {}
+        for r, run, pred in plans:
+            if delta.get(pred):
+                derive(r, run)
+        delta = _merge(pending, rel, selections, None)
+        plans = _delta_plans(plain, comp, rel, delta)
+
+
+def _delta_plans(rules, comp, rel, delta):
+    """One join plan per (rule, body atom of this stratum), reading ``delta`` there."""
+    plans = []
+    for r in rules:
+        for i, lit in enumerate(r.body):
+            if isinstance(lit, A.Atom) and lit.pred in comp:
+                d = Relation(delta.get(lit.pred, ()))
+
+                def source_for(j: int, i=i, d=d):
+                    return (lambda p: d) if j == i else rel
+                plans.append((r, compile_body(r, i, source_for), lit.pred))
+    return plans
+
+
+def _merge(pending, rel, selections, delta):
+    """Add pending derivations to their relations; return the next delta."""
+    nxt: dict[str, set[tuple]] = dict(delta or {})
+    for pred, tuples in pending.items():
+        target = rel(pred)
+        if pred in selections:
+            survivors = selections[pred].offer(target, tuples)
+            nxt[pred] = (nxt.get(pred, set()) | survivors) & target.tuples
+        else:
+            new = {t for t in tuples if target.add(t)}
+            nxt[pred] = nxt.get(pred, set()) | new
+    return nxt
