@@ -1,0 +1,96 @@
+"""Network topologies for PSN's experiments (Liu et al. Sec. 7; EXPERIMENTS.md).
+
+Role: the :class:`Topology` value and everything that makes one: a port of GT-ITM's
+transit-stub generator (``gtitm``), GT-ITM's ``alt`` file format (``alt``), sensor grids for
+the region query (``sensor``), ring/line/grid/random graphs for tests (``simple``), and a
+JSON format for any topology (``jsonfmt``). :func:`make` builds a topology by name and
+:func:`load` reads one from a file, for ``psn run --topology NAME|FILE``.
+
+Deliberately not here: simulation (``sim``), evaluation, and any third-party graph library.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from psn.errors import InputError
+
+from .alt import format_alt, parse_alt, read_alt, write_alt
+from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
+from .gtitm import (TS100, GeoParams, TSParams, format_spec, generate, generate_many,
+                    parse_spec, read_spec, ts_variant)
+from .jsonfmt import from_json, read_json, to_json, write_json
+from .sensor import sensor_grid
+from .simple import grid, line, random_graph, ring
+
+__all__ = [
+    "Topology", "Node", "Link", "DEFAULT_LATENCIES", "link_class",
+    "TSParams", "GeoParams", "TS100", "generate", "generate_many", "ts_variant",
+    "parse_spec", "format_spec", "read_spec",
+    "read_alt", "parse_alt", "write_alt", "format_alt",
+    "read_json", "write_json", "to_json", "from_json",
+    "sensor_grid", "ring", "line", "grid", "random_graph",
+    "make", "load", "save", "NAMES",
+]
+
+#: names :func:`make` accepts
+NAMES = ("ts100", "gtitm", "dense", "sparse", "sensor-grid", "ring", "line", "grid", "random")
+
+
+def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
+    """Build a topology by name.
+
+    Parameters
+    ----------
+    name:
+        ``ts100``/``gtitm`` (GT-ITM's ``ts100``, 100 nodes; ``params=TSParams`` or
+        ``spec=PATH`` to change it), ``dense``/``sparse`` (``nodes=N``, default 100; see
+        :func:`~topologies.gtitm.ts_variant`), ``sensor-grid`` (options of
+        :func:`~topologies.sensor.sensor_grid`), ``ring``/``line`` (``n``), ``grid``
+        (``rows``, ``cols``) or ``random`` (``n`` and ``m`` or ``p``, ``connected``).
+    seed:
+        Seed of the generator's ``random.Random``.
+    options:
+        Passed on; GT-ITM names also take ``latencies`` (per link class) and ``quirks``.
+    """
+    if name in ("ts100", "gtitm"):
+        params = options.pop("params", None)
+        spec = options.pop("spec", None)
+        if params is None:
+            params = read_spec(spec) if spec else TS100
+        return generate(params, seed, **options)
+    if name in ("dense", "sparse"):
+        nodes = options.pop("nodes", 100)
+        return generate(ts_variant(nodes, name), seed, **options)
+    if name == "sensor-grid":
+        return sensor_grid(seed=seed, **options)
+    if name == "random":
+        return random_graph(seed=seed, **options)
+    builders = {"ring": ring, "line": line, "grid": grid}
+    if name in builders:
+        return builders[name](**options)
+    raise InputError(f"unknown topology {name!r}", hint=f"one of {', '.join(NAMES)}, "
+                     f"or a .alt/.json file")
+
+
+def load(path: str | Path, **options) -> Topology:
+    """Read a topology file: GT-ITM ``alt`` (starts with ``GRAPH``) or PSN JSON.
+
+    ``options`` (``latencies``) apply to ``alt`` files.
+    """
+    path = Path(path)
+    try:
+        head = path.read_text()[:64].lstrip()
+    except OSError as exc:
+        raise InputError(f"cannot read topology file {path}: {exc.strerror}") from None
+    if head.startswith("{"):
+        return read_json(path)
+    return read_alt(path, **options)
+
+
+def save(topo: Topology, path: str | Path) -> None:
+    """Write ``topo``: ``alt`` for ``.alt`` files, JSON otherwise."""
+    if str(path).endswith(".alt"):
+        write_alt(topo, path)
+    else:
+        write_json(topo, path)

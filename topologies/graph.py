@@ -26,7 +26,7 @@ from psn.errors import InputError
 
 __all__ = [
     "Node", "Link", "Topology", "DEFAULT_LATENCIES", "link_class",
-    "TRANSIT", "STUB", "SENSOR", "PLAIN",
+    "TRANSIT", "STUB", "SENSOR", "PLAIN", "parse_gtitm_name", "gtitm_node", "make_links",
 ]
 
 #: node kinds

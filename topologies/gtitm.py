@@ -613,7 +613,7 @@ def ts_variant(nodes: int, density: str = "sparse") -> TSParams:
 
     ``sparse`` is ``ts100`` scaled up: about 1.8 links per node (Liu et al.'s "about 200
     bidirectional links" at 100 nodes). ``dense`` makes stubs near-complete (alpha 0.9) and
-    adds ``nodes/10`` extra transit-stub and ``7*nodes/10`` extra stub-stub edges, for about
+    adds ``nodes/10`` extra transit-stub and ``nodes/2`` extra stub-stub edges, for about
     4 links per node (Liu et al.'s dense 800-link-tuple network at 100 nodes).
     """
     if density not in ("sparse", "dense"):
@@ -627,5 +627,5 @@ def ts_variant(nodes: int, density: str = "sparse") -> TSParams:
     total = domains * 100
     if density == "sparse":
         return TSParams(3, 0, 0, top, transit, GeoParams(8, 10, 3, 0.42))
-    return TSParams(3, total // 10, total * 7 // 10, top, transit,
+    return TSParams(3, total // 10, total // 2, top, transit,
                     GeoParams(8, 10, 3, 0.9))

@@ -1,0 +1,182 @@
+"""``psn topology``: generate, convert and summarize topologies.
+
+Role: the command-line front end of the ``topologies`` package::
+
+    psn topology gtitm [--spec FILE | --domains T --transit N --stubs S --stub-nodes M ...]
+                       [--nodes N --density dense|sparse] [--seed N] [--output FILE.alt]
+    psn topology sensor-grid --sensors 100 --size 100 --radius 20 --seeds 5 [--random]
+                       [--seed N] [--output FILE.json]
+    psn topology ring|line --nodes N | grid --rows R --cols C
+                | random --nodes N (--links M | --p P) [--connected] [--output FILE]
+    psn topology info FILE
+
+Each prints a one-line summary (nodes, links per class, connectivity); ``--output`` writes
+the topology (GT-ITM ``alt`` for ``.alt`` files, PSN JSON otherwise).
+
+Deliberately not here: the generators themselves (``topologies``), running programs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _latency_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("latency (ms) per link class")
+    g.add_argument("--latency-tt", type=float, help="transit-transit (default 50)")
+    g.add_argument("--latency-ts", type=float, help="transit-stub (default 10)")
+    g.add_argument("--latency-ss", type=float, help="stub-stub (default 2)")
+
+
+def _latencies(args) -> dict:
+    out = {}
+    for cls in ("tt", "ts", "ss"):
+        v = getattr(args, f"latency_{cls}", None)
+        if v is not None:
+            out[cls.upper()] = int(v) if float(v).is_integer() else v
+    return out
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "topology", help="generate or inspect network topologies (GT-ITM, sensor grids)",
+        description="Generate GT-ITM transit-stub graphs, sensor grids and small test "
+                    "graphs; print a summary and optionally write the topology.")
+    sub = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+
+    g = sub.add_parser("gtitm", help="GT-ITM transit-stub graph (default: ts100, 100 nodes)")
+    g.add_argument("--spec", metavar="FILE", help="an itm spec file ('ts <count> [<seed>]' ...)")
+    g.add_argument("--domains", type=int, help="transit domains (top-level n; default 1)")
+    g.add_argument("--transit", type=int, help="mean nodes per transit domain (default 4)")
+    g.add_argument("--stubs", type=int, help="mean stubs per transit node (default 3)")
+    g.add_argument("--stub-nodes", type=int, help="mean nodes per stub (default 8)")
+    g.add_argument("--extra-ts", type=int, help="extra transit-stub edges (default 0)")
+    g.add_argument("--extra-ss", type=int, help="extra stub-stub edges (default 0)")
+    g.add_argument("--nodes", type=int,
+                   help="use the dense/sparse variant with about this many nodes")
+    g.add_argument("--density", choices=("sparse", "dense"), default="sparse",
+                   help="with --nodes: about 1.8 (sparse) or 4 (dense) links per node")
+    g.add_argument("--count", type=int,
+                   help="number of graphs (default: the spec's, else 1); with --output "
+                        "FILE, graph i goes to FILE-i.alt as itm names them")
+    g.add_argument("--no-quirks", action="store_true",
+                   help="build every transit domain with the transit parameters "
+                        "(GT-ITM uses the stub parameters after the first)")
+    g.add_argument("--seed", type=int, help="random seed (default: the spec's, else 0)")
+    g.add_argument("--output", "-o", metavar="FILE", help="write .alt (or .json)")
+    _latency_args(g)
+    g.set_defaults(func=_gtitm)
+
+    s = sub.add_parser("sensor-grid", help="sensors on a square area for the region query")
+    s.add_argument("--sensors", type=int, default=100, help="number of sensors (default 100)")
+    s.add_argument("--size", type=float, default=100.0, help="side of the area, m (100)")
+    s.add_argument("--radius", type=float, default=20.0, help="neighbour radius k, m (20)")
+    s.add_argument("--seeds", type=int, default=5, help="seed groups (default 5)")
+    s.add_argument("--random", action="store_true", help="random placement (default: grid)")
+    s.add_argument("--sink", type=int, help="sink node id (default: nearest the centre)")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    s.add_argument("--output", "-o", metavar="FILE", help="write JSON")
+    s.set_defaults(func=_sensor)
+
+    for name, helptext in (("ring", "a cycle"), ("line", "a path")):
+        r = sub.add_parser(name, help=helptext)
+        r.add_argument("--nodes", "-n", type=int, default=10)
+        r.add_argument("--output", "-o", metavar="FILE")
+        r.set_defaults(func=_simple)
+    gr = sub.add_parser("grid", help="a rows x cols mesh")
+    gr.add_argument("--rows", type=int, default=4)
+    gr.add_argument("--cols", type=int, default=4)
+    gr.add_argument("--output", "-o", metavar="FILE")
+    gr.set_defaults(func=_simple)
+    rnd = sub.add_parser("random", help="a seeded G(n, m) or G(n, p) graph")
+    rnd.add_argument("--nodes", "-n", type=int, default=10)
+    rnd.add_argument("--links", "-m", type=int, help="number of links (G(n, m))")
+    rnd.add_argument("--p", type=float, help="link probability (G(n, p))")
+    rnd.add_argument("--connected", action="store_true", help="make it connected")
+    rnd.add_argument("--seed", type=int, default=0)
+    rnd.add_argument("--output", "-o", metavar="FILE")
+    rnd.set_defaults(func=_simple)
+
+    i = sub.add_parser("info", help="summarize a topology file (.alt or .json)")
+    i.add_argument("file")
+    i.set_defaults(func=_info)
+
+
+def _emit(topo, output) -> None:
+    import topologies
+    print(topo.summary())
+    if output:
+        topologies.save(topo, output)
+        print(f"wrote {output}")
+
+
+def _gtitm(args) -> int:
+    from dataclasses import replace
+
+    import topologies
+    from psn.errors import InputError
+    from topologies.gtitm import generate_many
+
+    if args.spec and args.nodes:
+        raise InputError("give --spec or --nodes, not both")
+    if args.nodes:
+        params = topologies.ts_variant(args.nodes, args.density)
+    elif args.spec:
+        params = topologies.read_spec(args.spec)
+    else:
+        params = replace(topologies.TS100, count=1, seed=None)
+    overrides = {"stubs_per_transit": args.stubs, "extra_ts": args.extra_ts,
+                 "extra_ss": args.extra_ss}
+    params = replace(params, **{k: v for k, v in overrides.items() if v is not None})
+    for field, value in (("top", args.domains), ("transit", args.transit),
+                         ("stub", args.stub_nodes)):
+        if value is not None:
+            params = replace(params, **{field: replace(getattr(params, field), n=value)})
+    count = args.count or (params.count if args.spec else 1)
+    seed = args.seed if args.seed is not None else (params.seed or 0)
+    topos = generate_many(params, count, seed, quirks=not args.no_quirks,
+                          latencies=_latencies(args) or None)
+    if len(topos) == 1:
+        _emit(topos[0], args.output)
+        return 0
+    for k, topo in enumerate(topos):
+        out = None
+        if args.output:
+            path = Path(args.output)
+            out = str(path.with_name(f"{path.stem}-{k}{path.suffix or '.alt'}"))
+        _emit(topo, out)
+    return 0
+
+
+def _sensor(args) -> int:
+    import topologies
+    topo = topologies.sensor_grid(args.sensors, args.size, args.radius, args.seeds,
+                                  args.seed, placement="random" if args.random else "grid",
+                                  sink=args.sink)
+    _emit(topo, args.output)
+    return 0
+
+
+def _simple(args) -> int:
+    import topologies
+    if args.kind in ("ring", "line"):
+        topo = topologies.make(args.kind, n=args.nodes)
+    elif args.kind == "grid":
+        topo = topologies.grid(args.rows, args.cols)
+    else:
+        topo = topologies.random_graph(args.nodes, args.links, args.p, args.seed,
+                                       connected=args.connected)
+    _emit(topo, args.output)
+    return 0
+
+
+def _info(args) -> int:
+    import topologies
+    topo = topologies.load(args.file)
+    print(topo.summary())
+    if topo.name:
+        print(f"id: {topo.name}")
+    return 0

@@ -1,0 +1,268 @@
+"""The Topology value, small test graphs, sensor grids, JSON files, make/load and the CLI.
+
+networkx is used here only to cross-check connectivity and shortest paths.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import networkx as nx
+import pytest
+
+import topologies
+from psn.cli import main as psn_main
+from psn.errors import InputError
+from topologies import Link, Node, Topology
+
+
+def to_nx(topo):
+    g = nx.Graph()
+    g.add_nodes_from(range(topo.n))
+    for l in topo.links:
+        g.add_edge(l.u, l.v, weight=l.latency)
+    return g
+
+
+# ---------------------------------------------------------------------- Topology
+
+def test_link_facts_both_directions_and_arity():
+    topo = topologies.line(3, latency=4)
+    assert topo.link_facts() == [(0, 1, 4), (1, 0, 4), (1, 2, 4), (2, 1, 4)]
+    assert topo.link_facts(2) == [(0, 1), (1, 0), (1, 2), (2, 1)]
+    assert topo.link_facts(cost="hops") == [(0, 1, 1), (1, 0, 1), (1, 2, 1), (2, 1, 1)]
+    assert topo.facts() == {"link": topo.link_facts()}
+    assert topo.facts(link_arity=2) == {"link": topo.link_facts(2)}
+    with pytest.raises(InputError):
+        topo.link_facts(4)
+
+
+def test_link_facts_of_gtitm_cover_every_link_twice():
+    topo = topologies.generate(seed=4)
+    facts = topo.link_facts()
+    assert len(facts) == 2 * topo.num_links == len(set(facts))
+    assert all((d, s, c) in set(facts) for s, d, c in facts)
+    assert {c for _, _, c in facts} == {50, 10, 2}
+
+
+def test_latency_neighbours_use_link_others_shortest_path():
+    # triangle where the direct link is slower than the detour
+    nodes = tuple(Node(i, str(i)) for i in range(4))
+    topo = Topology(nodes, (Link(0, 1, 10), Link(0, 2, 1), Link(1, 2, 1)))
+    assert topo.latency(0, 1) == 10                 # neighbours: the link's own latency
+    assert topo.shortest_latencies(0)[1] == 2
+    assert topo.latency(0, 0) == 0
+    assert topo.latency(0, 3) == math.inf           # node 3 is isolated
+    assert not topo.is_connected() and topo.components() == [[0, 1, 2], [3]]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shortest_paths_match_networkx(seed):
+    topo = topologies.generate(topologies.ts_variant(200, "sparse"), seed)
+    g = to_nx(topo)
+    rng = random.Random(seed)
+    for src in rng.sample(range(topo.n), 5):
+        ref = nx.single_source_dijkstra_path_length(g, src)
+        mine = topo.shortest_latencies(src)
+        assert all(mine[v] == ref[v] for v in range(topo.n))
+        hops = nx.single_source_shortest_path_length(g, src)
+        assert topo.hops_from(src) == [hops[v] for v in range(topo.n)]
+        for v in rng.sample(range(topo.n), 10):
+            want = topo.link(src, v).latency if topo.has_link(src, v) else ref[v]
+            assert topo.latency(src, v) == (0 if v == src else want)
+    assert topo.is_connected() == nx.is_connected(g)
+
+
+def test_topology_rejects_bad_shapes():
+    nodes = tuple(Node(i, str(i)) for i in range(3))
+    with pytest.raises(InputError, match="ids"):
+        Topology((Node(1, "a"),), ())
+    with pytest.raises(InputError, match="bad link"):
+        Topology(nodes, (Link(2, 1, 1),))
+    with pytest.raises(InputError, match="duplicate"):
+        Topology(nodes, (Link(0, 1, 1), Link(0, 1, 2)))
+    with pytest.raises(InputError, match="seed or sink"):
+        Topology(nodes, (), seeds=(5,))
+
+
+def test_link_class_by_name_prefix():
+    assert topologies.link_class("T:0.1", "T:1.0") == "TT"
+    assert topologies.link_class("S:0.1/2.3", "T:1.0") == "TS"
+    assert topologies.link_class("S:0.1/2.3", "S:0.0/0.0") == "SS"
+    assert topologies.link_class("7", "T:1.0") == "LL"
+
+
+# ---------------------------------------------------------------------- simple graphs
+
+def test_ring_line_grid_shapes():
+    r, l, g = topologies.ring(6), topologies.line(6), topologies.grid(3, 4)
+    assert (r.n, r.num_links) == (6, 6) and all(r.degree(i) == 2 for i in range(6))
+    assert (l.n, l.num_links) == (6, 5) and [l.degree(i) for i in (0, 3, 5)] == [1, 2, 1]
+    assert (g.n, g.num_links) == (12, 3 * 3 + 2 * 4) and g.nodes[5].pos == (1, 1)
+    for t in (r, l, g):
+        assert t.is_connected() and nx.is_connected(to_nx(t))
+        assert {k.cls for k in t.links} == {"LL"}
+    assert topologies.line(1).num_links == 0
+    with pytest.raises(InputError):
+        topologies.ring(2)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_graphs(seed):
+    gnm = topologies.random_graph(30, m=40, seed=seed)
+    assert gnm.num_links == 40
+    conn = topologies.random_graph(30, m=29, seed=seed, connected=True)
+    assert conn.num_links == 29 and nx.is_connected(to_nx(conn)) and conn.is_connected()
+    gnp = topologies.random_graph(40, p=0.2, seed=seed, connected=True)
+    assert gnp.is_connected() and nx.is_connected(to_nx(gnp))
+    assert topologies.random_graph(30, m=40, seed=seed) == gnm
+    g = to_nx(topologies.random_graph(25, p=0.05, seed=seed))
+    assert topologies.random_graph(25, p=0.05, seed=seed).is_connected() == nx.is_connected(g)
+
+
+def test_random_graph_bad_arguments():
+    with pytest.raises(InputError, match="exactly one"):
+        topologies.random_graph(5)
+    with pytest.raises(InputError, match="cannot place"):
+        topologies.random_graph(4, m=7)
+    with pytest.raises(InputError, match="at least 4 links"):
+        topologies.random_graph(5, m=3, connected=True)
+
+
+# ---------------------------------------------------------------------- sensor grids
+
+def test_default_sensor_grid():
+    topo = topologies.sensor_grid()
+    assert topo.n == 100 and topo.kind == "sensor-grid" and topo.radius == 20
+    assert topo.nodes[0].pos == (5.0, 5.0) and topo.nodes[99].pos == (95.0, 95.0)
+    assert len(topo.seeds) == 5 == len(set(topo.seeds))
+    assert topo.sink == 44                              # nearest the centre, lowest id
+    assert topo.is_connected()
+    facts = topo.facts()
+    assert set(facts) == {"sensor", "nbr", "seed", "sink"}
+    assert facts["sensor"][0] == (0, (5.0, 5.0)) and len(facts["sensor"]) == 100
+    assert facts["seed"] == [(x, x) for x in sorted(topo.seeds)]
+    assert facts["sink"] == [(r, topo.sink) for r in sorted(topo.seeds)]
+    # interior sensors: 4 at 10 m, 4 at 14.1 m, 4 at 20 m
+    assert topo.degree(topo.id_of("55")) == 12
+
+
+@pytest.mark.parametrize("placement,seed", [("grid", 0), ("grid", 3), ("random", 1),
+                                            ("random", 7)])
+def test_sensor_neighbours_symmetric_and_within_radius(placement, seed):
+    topo = topologies.sensor_grid(80, 100, 25, 4, seed, placement=placement)
+    nbr = set(topo.facts()["nbr"])
+    pos = {x: p for x, p in topo.facts()["sensor"]}
+    assert all((y, x) in nbr for x, y in nbr)
+    expect = {(x, y) for x in pos for y in pos
+              if x != y and math.dist(pos[x], pos[y]) <= 25}
+    assert nbr == expect
+    assert all(0 <= c <= 100 for p in pos.values() for c in p)
+    assert topo.is_connected()
+    assert topologies.sensor_grid(80, 100, 25, 4, seed, placement=placement) == topo
+
+
+def test_sensor_grid_options_and_errors():
+    t = topologies.sensor_grid(10, 50, 30, 2, 0, sink=3)
+    assert t.sink == 3 and len(t.seeds) == 2
+    assert topologies.sensor_grid(7, 10, 5, 0).seeds == ()
+    with pytest.raises(InputError):
+        topologies.sensor_grid(5, 100, 20, 6)
+    with pytest.raises(InputError):
+        topologies.sensor_grid(5, 100, 20, 1, sink=9)
+    with pytest.raises(InputError, match="connected"):
+        topologies.sensor_grid(20, 1000, 1, 1, placement="random")
+
+
+# ---------------------------------------------------------------------- files, make, load
+
+def test_json_round_trip(tmp_path):
+    for topo in (topologies.sensor_grid(seed=2), topologies.generate(seed=1),
+                 topologies.grid(2, 3), topologies.sensor_grid(30, placement="random")):
+        path = tmp_path / "t.json"
+        topologies.write_json(topo, path)
+        json.loads(path.read_text())
+        back = topologies.load(path)
+        assert back == topo and back.facts() == topo.facts()
+
+
+def test_bad_json(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"format": "psn-topology",\n "nodes": [}')
+    with pytest.raises(InputError) as exc:
+        topologies.read_json(path)
+    assert exc.value.filename == str(path) and exc.value.line == 2
+    path.write_text('{"format": "other"}')
+    with pytest.raises(InputError, match="not a PSN topology"):
+        topologies.read_json(path)
+    path.write_text('{"format": "psn-topology", "nodes": [{"id": 0}], "links": [{"u": 0}]}')
+    with pytest.raises(InputError, match="malformed"):
+        topologies.read_json(path)
+
+
+def test_make_and_load(tmp_path):
+    assert topologies.make().n == 100
+    assert topologies.make("dense", nodes=200, seed=1).n == 200
+    assert topologies.make("sensor-grid", sensors=25).n == 25
+    assert topologies.make("ring", n=4).num_links == 4
+    assert topologies.make("grid", rows=2, cols=2).num_links == 4
+    assert topologies.make("random", n=10, m=12, seed=3).num_links == 12
+    with pytest.raises(InputError, match="unknown topology"):
+        topologies.make("torus")
+    topo = topologies.make("ts100", seed=9)
+    topologies.save(topo, tmp_path / "x.alt")
+    topologies.save(topo, tmp_path / "x.json")
+    assert topologies.load(tmp_path / "x.alt") == topo == topologies.load(tmp_path / "x.json")
+    with pytest.raises(InputError, match="cannot read"):
+        topologies.load(tmp_path / "missing.alt")
+
+
+# ---------------------------------------------------------------------- CLI
+
+def test_cli_gtitm_writes_alt(tmp_path, capsys):
+    out = tmp_path / "g.alt"
+    assert psn_main(["topology", "gtitm", "--seed", "5", "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "gtitm: 100 nodes" in text and "connected" in text and f"wrote {out}" in text
+    assert topologies.read_alt(out) == topologies.generate(seed=5)
+    assert psn_main(["topology", "info", str(out)]) == 0
+    assert "100 nodes" in capsys.readouterr().out
+
+
+def test_cli_gtitm_options(tmp_path, capsys):
+    assert psn_main(["topology", "gtitm", "--domains", "2", "--stub-nodes", "5",
+                     "--latency-tt", "20"]) == 0
+    assert "gtitm: 128 nodes" in capsys.readouterr().out
+    assert psn_main(["topology", "gtitm", "--nodes", "300", "--density", "dense"]) == 0
+    assert "300 nodes" in capsys.readouterr().out
+    spec = tmp_path / "ts"
+    spec.write_text("ts 2 47\n3 0 0\n1 20 3 1.0\n4 20 3 0.6\n8 10 3 0.42\n")
+    assert psn_main(["topology", "gtitm", "--spec", str(spec), "-o",
+                     str(tmp_path / "ts.alt")]) == 0
+    assert (tmp_path / "ts-0.alt").exists() and (tmp_path / "ts-1.alt").exists()
+    capsys.readouterr()
+
+
+def test_cli_sensor_grid_and_small_graphs(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert psn_main(["topology", "sensor-grid", "--sensors", "100", "--size", "100",
+                     "--radius", "20", "--seeds", "5", "--output", str(out)]) == 0
+    assert "sensor-grid: 100 nodes, 502 links" in capsys.readouterr().out
+    assert topologies.load(out) == topologies.sensor_grid()
+    for argv in (["ring", "-n", "5"], ["line", "-n", "3"], ["grid"],
+                 ["random", "-n", "8", "--p", "0.5", "--connected"]):
+        assert psn_main(["topology", *argv]) == 0
+    assert "ring: 5 nodes, 5 links" in capsys.readouterr().out
+
+
+def test_cli_bad_input_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.alt"
+    bad.write_text("GRAPH (#nodes #edges id uu vv ww xx yy zz):\n2 2 g\n\nVERTICES\n0 a\n"
+                   "1 b\n\nEDGES\n0 5 3\n")
+    assert psn_main(["topology", "info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:9:" in err and "not a vertex" in err and "^" in err
+    assert psn_main(["topology", "gtitm", "--spec", str(tmp_path / "none")]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -1,0 +1,115 @@
+"""PSN's JSON topology format (any topology; the format of sensor grids).
+
+Role: write and read every field of a :class:`~topologies.graph.Topology` losslessly::
+
+    {"format": "psn-topology", "version": 1, "kind": "sensor-grid", "name": "...",
+     "nodes": [{"id": 0, "name": "0", "kind": "sensor", "pos": [5.0, 5.0]}, ...],
+     "links": [{"u": 0, "v": 1, "latency": 1, "cls": "LL"}, ...],
+     "seeds": [3, 17, ...], "sink": 44, "radius": 20.0, "meta": {...}}
+
+Node entries may also carry ``domain`` and ``stub`` (GT-ITM), link entries ``length`` and
+``weight``. Reading checks the shape and raises :class:`~psn.errors.InputError` naming the
+file (and the line of a JSON syntax error).
+
+Deliberately not here: GT-ITM's ``alt`` format (``topologies.alt``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from psn.errors import InputError, Span
+
+from .graph import Link, Node, Topology
+
+__all__ = ["to_json", "from_json", "write_json", "read_json", "FORMAT"]
+
+FORMAT = "psn-topology"
+
+
+def to_json(topo: Topology) -> dict:
+    """The JSON-able dict of ``topo``."""
+    nodes = []
+    for n in topo.nodes:
+        d = {"id": n.id, "name": n.name, "kind": n.kind}
+        if n.pos is not None:
+            d["pos"] = list(n.pos)
+        if n.domain is not None:
+            d["domain"] = n.domain
+        if n.stub is not None:
+            d["stub"] = list(n.stub)
+        nodes.append(d)
+    links = []
+    for l in topo.links:
+        d = {"u": l.u, "v": l.v, "latency": l.latency, "cls": l.cls}
+        if l.length is not None:
+            d["length"] = l.length
+        if l.weight is not None:
+            d["weight"] = l.weight
+        links.append(d)
+    out = {"format": FORMAT, "version": 1, "kind": topo.kind, "name": topo.name,
+           "nodes": nodes, "links": links}
+    if topo.seeds:
+        out["seeds"] = list(topo.seeds)
+    if topo.sink is not None:
+        out["sink"] = topo.sink
+    if topo.radius is not None:
+        out["radius"] = topo.radius
+    out["meta"] = topo.meta
+    return out
+
+
+def from_json(data: dict, filename: str | None = None) -> Topology:
+    """A :class:`Topology` from :func:`to_json`'s dict."""
+    where = f"{filename}: " if filename else ""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"{where}not a PSN topology (expected \"format\": \"{FORMAT}\")")
+    try:
+        nodes = tuple(Node(int(d["id"]), str(d.get("name", d["id"])), d.get("kind", "node"),
+                           tuple(d["pos"]) if d.get("pos") is not None else None,
+                           d.get("domain"),
+                           tuple(d["stub"]) if d.get("stub") is not None else None)
+                      for d in data["nodes"])
+        links = tuple(Link(int(d["u"]), int(d["v"]), d["latency"], d.get("cls", "LL"),
+                           d.get("length"), d.get("weight"))
+                      for d in data["links"])
+        return Topology(nodes, links, kind=data.get("kind", "graph"),
+                        name=data.get("name", ""), meta=data.get("meta", {}),
+                        seeds=tuple(data.get("seeds", ())), sink=data.get("sink"),
+                        radius=data.get("radius"))
+    except InputError as exc:
+        raise InputError(f"{where}{exc.message}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}malformed topology entry ({type(exc).__name__}: {exc})") \
+            from None
+
+
+def write_json(topo: Topology, path: str | Path) -> None:
+    """Write ``topo`` as JSON (one node or link per line, for diffs)."""
+    data = to_json(topo)
+    body = ",\n".join(
+        [f'  "{k}": {json.dumps(v)}' for k, v in data.items() if k not in ("nodes", "links")]
+        + ['  "nodes": [\n' + ",\n".join("    " + json.dumps(x) for x in data["nodes"])
+           + "\n  ]",
+           '  "links": [\n' + ",\n".join("    " + json.dumps(x) for x in data["links"])
+           + "\n  ]"])
+    try:
+        Path(path).write_text("{\n" + body + "\n}\n")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def read_json(path: str | Path) -> Topology:
+    """Read a topology written by :func:`write_json`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"bad JSON: {exc.msg}", Span(exc.lineno, exc.colno, str(path)),
+                         text) from None
+    return from_json(data, str(path))
