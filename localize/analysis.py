@@ -24,7 +24,7 @@ from psn.errors import LocalizationError
 __all__ = [
     "Location", "LinkEdge", "Step", "Plan",
     "location_of", "body_locations", "mentions", "link_graph", "head_location_bound",
-    "bound_in_body", "plan_rule", "show_location", "mirror_index",
+    "bound_in_body", "plan_rule", "show_location", "mirror_index", "same_location",
 ]
 
 #: A location as it appears in a rule: the location term itself (a variable or a constant).
@@ -45,7 +45,7 @@ def show_location(loc: Location) -> str:
     return "@<expression>"
 
 
-def _same(a: A.Term, b: A.Term) -> bool:
+def same_location(a: A.Term, b: A.Term) -> bool:
     """Two location terms denote the same location in every valuation of the rule."""
     if isinstance(a, A.Var) and a.anonymous:
         return a is b  # every '_' is a distinct variable
@@ -62,7 +62,7 @@ def body_locations(rule: A.Rule) -> tuple[Location, ...]:
     out: list[Location] = []
     for atom in rule.body_atoms:
         loc = location_of(atom)
-        if loc is not None and not any(_same(loc, seen) for seen in out):
+        if loc is not None and not any(same_location(loc, seen) for seen in out):
             out.append(loc)
     return tuple(out)
 
@@ -110,14 +110,14 @@ def link_graph(rule: A.Rule) -> list[LinkEdge]:
             continue
         src = location_of(lit)
         for dst in locs:
-            if _same(dst, src):
+            if same_location(dst, src):
                 continue
             for pos in mentions(lit, dst):
                 edges.append(LinkEdge(src, dst, lit, index, pos))
     for dst in locs:
         if isinstance(dst, A.Const):
             for src in locs:
-                if not _same(src, dst):
+                if not same_location(src, dst):
                     edges.append(LinkEdge(src, dst, None, None, None))
     return edges
 
@@ -179,7 +179,7 @@ class Step:
 
     @property
     def mirrored(self) -> bool:
-        return not _same(self.via.src, self.child)
+        return not same_location(self.via.src, self.child)
 
 
 @dataclass(frozen=True)
@@ -199,29 +199,28 @@ class Plan:
 
 
 def _choose_root(rule: A.Rule, locs: tuple[Location, ...], edges: list[LinkEdge]):
+    """The location the residual rule runs at, with the reason, and its spanning tree
+    (``None`` when no location reaches every other one)."""
     head = rule.head.loc_term
-    for loc in locs:
-        if head is not None and _same(loc, head):
-            return loc, "the head's location"
+    trees = [(loc, _spanning_tree(loc, locs, edges)) for loc in locs]
+    full = [(loc, tree) for loc, tree in trees if len(tree) + 1 == len(locs)]
+    for loc, tree in full:
+        if head is not None and same_location(loc, head):
+            return loc, "the head's location", tree
+    if not full:
+        at_head = [t for t in trees if head is not None and same_location(t[0], head)]
+        loc, tree = (at_head or trees)[0]
+        return loc, "", None
     # otherwise: the location from which the fewest links must be mirrored
-    best, best_cost = locs[0], None
-    for loc in locs:
-        cost = _mirror_count(loc, locs, edges)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = loc, cost
-    return best, "the body location that needs the fewest link mirrors"
-
-
-def _mirror_count(root: Location, locs, edges) -> int:
-    parents = _spanning_tree(root, locs, edges)
-    return sum(1 for step in parents.values() if step.mirrored)
+    best, best_tree = min(full, key=lambda t: sum(1 for s in t[1].values() if s.mirrored))
+    return best, "the body location that needs the fewest link mirrors", best_tree
 
 
 def _spanning_tree(root: Location, locs, edges) -> dict[int, Step]:
     """Breadth-first tree from ``root``: body-location index -> step shipping it to its
     parent. Direct links (child knows parent) are preferred over mirrored ones."""
     index = {i: loc for i, loc in enumerate(locs)}
-    pos = next(i for i, loc in index.items() if _same(loc, root))
+    pos = next(i for i, loc in index.items() if same_location(loc, root))
     seen, queue, out = {pos}, [pos], {}
     while queue:
         p = queue.pop(0)
@@ -229,8 +228,10 @@ def _spanning_tree(root: Location, locs, edges) -> dict[int, Step]:
         for c, child in index.items():
             if c in seen:
                 continue
-            direct = [e for e in edges if _same(e.src, child) and _same(e.dst, parent)]
-            mirror = [e for e in edges if _same(e.src, parent) and _same(e.dst, child)
+            direct = [e for e in edges
+                      if same_location(e.src, child) and same_location(e.dst, parent)]
+            mirror = [e for e in edges
+                      if same_location(e.src, parent) and same_location(e.dst, child)
                       and e.atom is not None]
             if direct or mirror:
                 out[c] = Step(child, parent, (direct or mirror)[0])
@@ -242,7 +243,7 @@ def _spanning_tree(root: Location, locs, edges) -> dict[int, Step]:
 def _postorder(root_index: int, tree: dict[int, Step], locs) -> list[Step]:
     children: dict[int, list[int]] = {}
     for c, step in tree.items():
-        p = next(i for i, loc in enumerate(locs) if _same(loc, step.parent))
+        p = next(i for i, loc in enumerate(locs) if same_location(loc, step.parent))
         children.setdefault(p, []).append(c)
     out: list[Step] = []
 
@@ -258,24 +259,33 @@ def _unconnected_error(rule: A.Rule, locs, tree: dict[int, Step],
                        root_index: int, source: str | None) -> LocalizationError:
     reached = set(tree) | {root_index}
     lost = next(i for i in range(len(locs)) if i not in reached)
-    atom = next(a for a in rule.body_atoms if _same(location_of(a), locs[lost]))
+    atom = next(a for a in rule.body_atoms if same_location(location_of(a), locs[lost]))
     here = ", ".join(show_location(locs[i]) for i in sorted(reached))
     there = show_location(locs[lost])
     return LocalizationError(
-        f"rule '{rule.name}' cannot be localized: its body spans {here} and {there}, but no "
-        f"body atom links them (a body atom at one location must name the other location, "
-        f"e.g. link({show_location(locs[root_index])}, {there[1:]}))",
+        f"rule '{rule.name}' cannot be localized: no body atom links {there} to {here}, so "
+        f"its body cannot be evaluated at one node (a body atom at one location must name "
+        f"the other location, e.g. link({show_location(locs[root_index])}, {there[1:]}))",
         atom.span or rule.span, source,
         hint="join the atoms through a link predicate, or give them one location")
+
+
+def _first_location(rule: A.Rule) -> str:
+    locs = body_locations(rule)
+    return show_location(locs[0]) if locs else "@S"
 
 
 def plan_rule(rule: A.Rule, source: str | None = None) -> Plan:
     """Decide how to localize one rule of a distributed program (RUNTIME.md §1).
 
-    The residual rule runs at the head's location when the body has an atom there, and
-    otherwise at the body location that needs the fewest link mirrors. The other body
-    locations form a breadth-first spanning tree along link atoms; they are shipped to their
-    parent leaves first, so a body over three locations is rewritten in two steps.
+    The residual rule runs at the head's location when the body has an atom there (and the
+    other locations can reach it), and otherwise at the body location that needs the fewest
+    link mirrors (the first in body order on a tie). The other body locations form a
+    breadth-first spanning tree along link atoms; they are shipped to their parent leaves
+    first, so a body over three locations is rewritten in two steps. A link may be used in
+    either direction: a child that knows its parent ships directly, otherwise the parent's
+    link atom is mirrored at the child. A constant location is known everywhere, so every
+    location can ship to it (but it cannot ship back without a link).
 
     Parameters
     ----------
@@ -307,16 +317,17 @@ def plan_rule(rule: A.Rule, source: str | None = None) -> Plan:
             f"rule '{rule.name}' cannot be localized: the head's location variable "
             f"{unbound.name} is not bound by the body, so no node knows where to send "
             f"'{rule.head.pred}' tuples", unbound.span or rule.head.span or rule.span, source,
-            hint=f"bind {unbound.name} in a body atom, e.g. link(@S, {unbound.name})")
+            hint=f"bind {unbound.name} in a body atom, e.g. "
+                 f"link({_first_location(rule)}, {unbound.name})")
     locs = body_locations(rule)
     if len(locs) <= 1:
         return Plan(rule, locs[0] if locs else None, (), "its body already lives at one node")
     edges = link_graph(rule)
-    root, why = _choose_root(rule, locs, edges)
-    root_index = next(i for i, loc in enumerate(locs) if _same(loc, root))
-    tree = _spanning_tree(root, locs, edges)
-    if len(tree) + 1 < len(locs):
-        raise _unconnected_error(rule, locs, tree, root_index, source)
+    root, why, tree = _choose_root(rule, locs, edges)
+    root_index = next(i for i, loc in enumerate(locs) if same_location(loc, root))
+    if tree is None:
+        raise _unconnected_error(rule, locs, _spanning_tree(root, locs, edges), root_index,
+                                 source)
     return Plan(rule, root, tuple(_postorder(root_index, tree, locs)),
                 f"it runs at {show_location(root)}, {why}")
 
@@ -334,13 +345,11 @@ def mirror_index(program: A.Program) -> dict[tuple[str, int], str]:
     for r in program.rules:
         by_head.setdefault(r.head.pred, []).append(r)
     out: dict[tuple[str, int], str] = {}
-    for pred in sorted(program.hidden):
-        rules = by_head.get(pred, [])
-        if len(rules) != 1:
-            continue
-        key = _mirror_shape(rules[0])
-        if key is not None:
-            out.setdefault(key, pred)
+    for r in program.rules:  # the first in program order wins
+        if r.head.pred in program.hidden and len(by_head[r.head.pred]) == 1:
+            key = _mirror_shape(r)
+            if key is not None:
+                out.setdefault(key, r.head.pred)
     return out
 
 

@@ -209,7 +209,7 @@ class _Hidden:
 
 def _end_span(text: str, filename: str | None) -> Span:
     """Just after the last character of the last non-blank line (where input ended)."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # count lines as lark does
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].strip():
             return Span(i + 1, len(lines[i].rstrip()) + 1, filename)
@@ -403,7 +403,10 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     program = _assemble(items, filename, text)
     if check:
         from .checks import check_program
-        check_program(program)
+        try:
+            check_program(program)
+        except RecursionError:
+            raise _too_deep(text, filename) from None
     return program
 
 
