@@ -132,7 +132,8 @@ def format_value(v) -> str:
     if isinstance(v, str):
         if _is_symbol(v):
             return v
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + (v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                      .replace("\t", "\\t").replace("\r", "\\r")) + '"'
     if isinstance(v, tuple):
         if not v:
             return "nil"

@@ -11,7 +11,7 @@ of the program that either returns or raises:
                     argument position for every use of a predicate, on a variable or a
                     constant;
 ``builtins``        every ``f_`` call names a builtin of :mod:`psn.builtins` with the right
-                    number of arguments;
+                    number of arguments; no predicate is named ``f_...`` or like a keyword;
 ``aggregates``      aggregates appear only as whole arguments of rule heads, over a named
                     variable, beside plain group-by arguments;
 ``materialize``     ``keys`` positions are within the table's arity; lifetime and size are
@@ -178,8 +178,24 @@ def check_location(program: A.Program) -> None:
 
 # -- builtins ----------------------------------------------------------------------------
 
+#: words of the grammar that the contextual lexer would otherwise accept as predicate names
+_KEYWORDS = ("materialize", "keys", "infinity", "nil")
+
+
 def check_builtins(program: A.Program) -> None:
-    """Every ``f_`` call names a known builtin with the right arity (:data:`psn.builtins.ARITY`)."""
+    """Every ``f_`` call names a known builtin with the right arity (:data:`psn.builtins.ARITY`);
+    no predicate takes a name starting with ``f_`` (reserved for builtins)."""
+    for atom in _in_source_order(program.atoms()):
+        if atom.pred.startswith("f_"):
+            raise _error(
+                program,
+                f"predicate '{atom.pred}' is named like a builtin; names starting with 'f_' "
+                "are reserved for builtin functions", atom.span)
+        if atom.pred in _KEYWORDS:
+            raise _error(
+                program,
+                f"predicate '{atom.pred}' has the name of a keyword; "
+                f"{', '.join(repr(k) for k in _KEYWORDS)} cannot name predicates", atom.span)
     for rule in program.rules:
         for term in _rule_terms(rule):
             if not isinstance(term, A.Call):

@@ -274,9 +274,10 @@ def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None,
             if (tok.type != "$END" and prev is not None and prev.end_line is not None
                     and prev.end_line < tok.line):
                 # a statement ended without '.' and the next one starts on a later line
+                alt = ", or ',' before the next literal" if "COMMA" in expected else ""
                 return NDlogSyntaxError(
-                    f"missing '.' at the end of the statement (the next one starts at line "
-                    f"{tok.line} with {what})", Span(prev.end_line, prev.end_column, filename),
+                    f"missing '.' at the end of the statement{alt} (the next token, {what}, "
+                    f"is on line {tok.line})", Span(prev.end_line, prev.end_column, filename),
                     hint=hint)
         return NDlogSyntaxError(f"unexpected {what}; expected {_describe(expected)}", span,
                                 hint=hint)

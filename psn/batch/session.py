@@ -63,7 +63,9 @@ def _builder(master: str, local: bool):
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-         .config("spark.sql.adaptive.enabled", "true")
+         # adaptive execution runs every shuffle stage as a job of its own: on the small,
+         # many-round plans of semi-naive evaluation that doubled the number of jobs
+         .config("spark.sql.adaptive.enabled", "false")
          .config("spark.driver.extraJavaOptions", java_opts)
          .config("spark.executor.extraJavaOptions", java_opts))
     if local:

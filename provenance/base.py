@@ -1,0 +1,214 @@
+"""The annotation protocol: what an update carries and how annotations combine.
+
+Role: one strategy object per annotation scheme, handed to the PSN engine
+(:mod:`psn.engine`). The engine's loop (pick / fire / commit, Nigam et al. 2012, Fig. 2-3) never
+looks inside an annotation; it asks the scheme. A scheme is an *algebra* plus a few *state
+transitions*:
+
+Algebra (Green et al.'s annotated relations; Liu et al. ICDE 2009, Fig. 6)
+    ``one``/``zero``, ``join`` (AND: a rule body), ``combine`` (OR: alternative derivations),
+    ``lift`` (what a body fact contributes to a join), ``is_zero``. The engine relies on these
+    laws, which ``tests/test_provenance_laws.py`` checks on random samples of every scheme:
+
+    * ``join`` and ``combine`` are commutative and associative (the engine joins body atoms in
+      whatever order its join plan chooses, and derivations arrive in any order);
+    * ``one`` is the identity of ``join``, ``zero`` of ``combine`` (an empty body / no
+      derivation yet);
+    * ``zero`` annihilates ``join`` (a body fact with no support supports nothing);
+    * ``join`` distributes over ``combine`` (firing per occurrence equals firing the sum);
+    * absorption ``a OR (a AND b) == a`` *where the scheme declares it* (``absorptive``):
+      ``set`` and ``absorption`` (issue 5) have it, ``derivation`` (a multiset) does not;
+    * ``deserialize(serialize(a)) == a`` (annotations cross nodes and workers as msgpack).
+
+State transitions (what a node stores per fact, and what an update does to it)
+    ``pick`` decides whether an update can be picked now (a deletion whose occurrence is not
+    yet in the state waits), returns the new stored value and the *delta* to fire with, or
+    :data:`NO_FIRE` when the update is not news (set semantics: already present; absorption:
+    ``new AND NOT old`` is false). ``derive`` builds the annotations of a derived head from
+    the body's annotations, or drops it (derivation sets: the head is in its own ``H``).
+    Stored values are ``None`` when a fact is absent; the engine keeps only present facts.
+
+Contexts
+    ``shared_context()`` is made once per worker (e.g. one BDD manager per process),
+    ``context(node, shared)`` once per node (e.g. the variables a node has seen zeroed). Every
+    method receives the node's context; the set and derivation schemes ignore it.
+
+Deliberately not here: joins, indexes, routing, delivery order (the engine and transports),
+and any particular scheme (``set_scheme``, ``derivation``; ``absorption`` comes with issue 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+__all__ = ["AnnotationScheme", "NO_FIRE", "Fact"]
+
+#: A fact as the engine names it: ``(predicate, tuple of values)``.
+Fact = tuple
+
+#: Returned as the delta of :meth:`AnnotationScheme.pick` when the update is not news.
+NO_FIRE = type("NoFire", (), {"__repr__": lambda self: "NO_FIRE"})()
+
+
+class AnnotationScheme:
+    """Base class and protocol of annotation schemes (a strategy object, not flags).
+
+    Subclasses implement the algebra and may override the transitions; the defaults below
+    implement them generically from the algebra, for a scheme whose stored value is a
+    single annotation (``combine`` of all derivations) and that is present iff not zero.
+
+    Attributes
+    ----------
+    name:
+        Registry name (``get_scheme(name)``).
+    absorptive:
+        True if ``combine(a, join(a, b)) == a`` holds (checked by the law tests).
+    idempotent:
+        True if re-sending an identical update changes nothing (``combine(a, a) == a``); the
+        engine then drops duplicate outputs of one step.
+    fixed_annotation:
+        Not None if :meth:`derive` always returns ``[fixed_annotation]``.
+    ships_annotations:
+        False if :meth:`serialize` always returns None.
+    uses_parts:
+        False if :meth:`derive` ignores the body's facts and annotations (the engine then
+        skips collecting them).
+    exact_deletions:
+        True if a deletion must find its occurrence (the engine raises on deletions left
+        waiting at quiescence); False drops them (set semantics).
+    context_bound:
+        True if annotations are objects of a per-worker context (BDD managers) and must be
+        serialized whenever they cross workers, even in memory.
+    """
+
+    name = "abstract"
+    absorptive = False
+    idempotent = False
+    uses_parts = True
+    exact_deletions = True
+    context_bound = False
+    #: If not None, every derivation's annotation (``derive`` always returns exactly this
+    #: one value): the engine then skips calling ``derive`` (set semantics).
+    fixed_annotation = None
+    #: False if ``serialize`` always returns None (nothing to ship per tuple).
+    ships_annotations = True
+
+    # -- contexts ------------------------------------------------------------------------
+    def shared_context(self) -> Any:
+        """Per-worker state (e.g. a BDD manager). Default: none."""
+        return None
+
+    def context(self, node: Any, shared: Any) -> Any:
+        """Per-node state (e.g. zeroed variables). Default: the shared context."""
+        return shared
+
+    # -- algebra -------------------------------------------------------------------------
+    def one(self, ctx) -> Any:
+        raise NotImplementedError
+
+    def zero(self, ctx) -> Any:
+        raise NotImplementedError
+
+    def join(self, ctx, a, b) -> Any:
+        """AND: both annotations support a derivation together (a rule body)."""
+        raise NotImplementedError
+
+    def combine(self, ctx, a, b) -> Any:
+        """OR: alternative derivations of the same fact."""
+        raise NotImplementedError
+
+    def is_zero(self, ctx, a) -> bool:
+        raise NotImplementedError
+
+    def lift(self, ctx, fact: Fact, a) -> Any:
+        """The annotation a body fact with annotation ``a`` contributes to a join.
+        Identity by default; derivation sets add the fact itself to ``S``."""
+        return a
+
+    def singleton(self, elem) -> Any:
+        """The algebra value of the annotation one update carries (identity unless the
+        scheme's values are multisets of occurrences)."""
+        return elem
+
+    def equal(self, ctx, a, b) -> bool:
+        """Equality of annotations (the law tests use it)."""
+        return a == b
+
+    def sample(self, ctx, rng) -> Any:
+        """A random algebra value for the law tests (``rng`` is a ``random.Random``)."""
+        raise NotImplementedError
+
+    def sample_update(self, ctx, rng) -> Any:
+        """A random annotation as one update carries it (default: :meth:`sample`)."""
+        return self.sample(ctx, rng)
+
+    # -- base facts ----------------------------------------------------------------------
+    def base(self, ctx, fact: Fact, seq: int) -> Any:
+        """Annotation of the base insertion number ``seq`` of ``fact``; a deletion of that
+        insertion carries the same annotation. Default: ``one``."""
+        return self.one(ctx)
+
+    def aggregate(self, ctx, fact: Fact) -> Any:
+        """Annotation of a tuple produced by an aggregate operator (RUNTIME.md Sec. 4).
+        Default: ``one`` (the result is maintained by the operator, not by provenance)."""
+        return self.one(ctx)
+
+    # -- stored values -------------------------------------------------------------------
+    def occurrences(self, stored) -> Iterable:
+        """The annotations one stored value contributes to joins, one per derivation the
+        engine must fire separately (a multiset lists repeats). Default: the value itself."""
+        return (stored,)
+
+    def count(self, stored) -> int:
+        """Multiplicity of a stored fact (number of occurrences); 0 if absent."""
+        return 0 if stored is None else 1
+
+    # -- transitions ---------------------------------------------------------------------
+    def pick(self, ctx, fact: Fact, stored, sign: int, ann, owned: bool = False):
+        """Pick an update ``<sign, fact, ann>`` against the fact's current ν value.
+
+        ``owned`` is True when ``stored`` is already the engine's private ν copy (picked
+        earlier in the same batch) and may be mutated in place; otherwise ``stored`` is the
+        committed value and must not be mutated.
+
+        Returns ``None`` if the update cannot be picked now (it waits in the queue), else
+        ``(new_stored, delta)`` where ``new_stored`` is ``None`` for an absent fact and
+        ``delta`` the annotation to fire delta rules with, or :data:`NO_FIRE`.
+
+        Default (absorptive single-value schemes): insertion stores ``old OR ann`` and fires
+        with ``ann`` when that changed the value; deletion waits until the fact is present.
+        """
+        if sign > 0:
+            if stored is None:
+                return ann, ann
+            new = self.combine(ctx, stored, ann)
+            return (new, ann) if not self.equal(ctx, new, stored) else (stored, NO_FIRE)
+        if stored is None:
+            return None
+        return None, stored
+
+    def derive(self, ctx, sign: int, head: Fact, parts: list, delta_pos: int) -> Iterable:
+        """Annotations of the derived head, one per update to send.
+
+        ``parts[j]`` is ``[pred, tuple, value]`` for body atom ``j``: the delta annotation at
+        ``delta_pos``, a stored value elsewhere. Default: the join, over every choice of one
+        occurrence per body atom, of the lifted annotations; zero results are dropped.
+        """
+        anns = [self.one(ctx)]
+        for j, (pred, tup, value) in enumerate(parts):
+            occ = (value,) if j == delta_pos else tuple(self.occurrences(value))
+            fact = (pred, tup)
+            anns = [self.join(ctx, a, self.lift(ctx, fact, o)) for a in anns for o in occ]
+        return [a for a in anns if not self.is_zero(ctx, a)]
+
+    # -- wire ----------------------------------------------------------------------------
+    def serialize(self, ctx, ann) -> Any:
+        """A msgpack-able form of ``ann`` (``None`` means: nothing to ship)."""
+        raise NotImplementedError
+
+    def deserialize(self, ctx, data) -> Any:
+        """Inverse of :meth:`serialize`, building the annotation in ``ctx``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<annotation scheme {self.name!r}>"

@@ -1,0 +1,508 @@
+"""Absorption-provenance BDDs on CUDD: a per-worker manager, variable naming, zeroing,
+a compact wire form, and minimal sum-of-products printing (Liu et al., ICDE 2009, Sec. 4).
+
+Role: the building blocks the ``absorption`` annotation scheme is made of.
+
+* :func:`var_name` / :class:`InsertionRegistry`: one Boolean variable per base-tuple
+  *insertion*, named ``x<insertion id>`` with ids handed out monotonically by whoever
+  injects the insertion (the driver). A re-inserted tuple gets a new variable, so a
+  deletion (the variable set to false) is final and can never be undone by a late message:
+  this is what makes zeroing order-insensitive (RUNTIME.md Sec. 3). Every manager derives
+  the same name for the same insertion, so independent managers agree on names.
+* :class:`BDDContext`: one ``dd.cudd`` manager (one per process and thread: CUDD is not
+  thread-safe), with AND, OR, the difference ``new & ~old``, ``is_false``, zeroing with
+  ``let({x: False})`` (not ``dd.cudd.restrict``, which is the generalized cofactor),
+  serialization and minimal SOP.
+* :class:`ZeroSet`: the per-node set of variables seen zeroed; every incoming provenance is
+  restricted by it, so that the result does not depend on delivery order.
+
+Manager policy (measured facts in RUNTIME.md Sec. 7):
+
+* ``initial_cache_size`` is lowered to 2**10: an empty manager costs ~0.1 MiB instead of
+  ~8 MiB, which matters with one manager per worker and many workers per machine.
+* Dynamic reordering is **off** by default. Variables are kept in insertion-id order in every
+  manager (a new ``x<i>`` is inserted at the level of its id among the declared ones), so all
+  managers share one relative order: rebuilding a received BDD then costs one ``ite`` per node
+  without reshuffling, runs are reproducible, and no sifting pause hits the engine loop.
+  ``BDDContext(reorder=True)`` turns CUDD's sifting on (new variables are then appended);
+  correctness never depends on the order (the wire form is order-independent).
+
+Wire form (msgpack-able, ints only apart from non-standard variable names)::
+
+    [names, nodes, root]
+
+``names`` lists the variables used, each as the int ``i`` for ``x<i>`` or as a str otherwise;
+``nodes`` is a flat list of triples ``var, low, high`` in bottom-up order (children first);
+a reference ``r`` denotes node ``r >> 1`` (node 0 is the constant true, node ``k >= 1`` is
+triple ``k - 1``), complemented when ``r & 1``. So ``[[], [], 0]`` is true and
+``[[], [], 1]`` is false. The node list mirrors CUDD's complement edges and is rebuilt
+with ``ite`` in the receiver's manager whatever its variable order.
+
+Deliberately not here: the engine's annotation protocol (``provenance/absorption.py``),
+MinShip and aggregate selection (the engine's operators), ``pickle`` (``dd.cudd.Function``
+does not pickle) and ``to_expr``/``add_expr`` (exponential blow-up on large BDDs).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Callable, Iterable, Mapping
+
+import msgpack
+import dd.cudd as _cudd
+
+from psn.builtins import format_value
+
+__all__ = [
+    "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
+    "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function",
+]
+
+Function = _cudd.Function
+
+VAR_PREFIX = "x"
+_VAR_RE = re.compile(r"x(0|[1-9][0-9]*)\Z")
+
+
+class WireError(ValueError):
+    """A serialized BDD that is not well formed (bad reference, bad name table)."""
+
+
+class NotMonotoneError(ValueError):
+    """Minimal SOP was asked of a provenance that is not a positive (monotone) function."""
+
+
+# ---------------------------------------------------------------------------------------
+# variable naming
+
+
+def var_name(insertion: int) -> str:
+    """The variable of base-tuple insertion number ``insertion`` (Liu Sec. 4: P(t) of a base
+    tuple is a variable, true while inserted, false once deleted).
+
+    Parameters
+    ----------
+    insertion:
+        A non-negative insertion id, unique per insertion across the whole run.
+
+    Returns
+    -------
+    str
+        ``"x<insertion>"``; every manager derives the same name.
+    """
+    if not isinstance(insertion, int) or insertion < 0:
+        raise ValueError(f"an insertion id is a non-negative int, got {insertion!r}")
+    return f"{VAR_PREFIX}{insertion}"
+
+
+def insertion_id(name: str) -> int | None:
+    """The insertion id of a variable named by :func:`var_name`, else None."""
+    m = _VAR_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
+def format_fact(pred: str, values: tuple, loc: int | None = None) -> str:
+    """``pred(@a,b)``: a fact in NDlog syntax, ``@`` before argument ``loc``."""
+    args = [("@" if i == loc else "") + format_value(v) for i, v in enumerate(values)]
+    return f"{pred}({','.join(args)})"
+
+
+class InsertionRegistry:
+    """Allocates insertion ids and remembers which base tuple each variable stands for.
+
+    Kept by whoever injects base updates (the driver). Ids grow monotonically from
+    ``start``; inserting a tuple that is already live still allocates a new variable (its
+    provenance is then the OR of both), and deleting a tuple returns *all* its live
+    variables, each to be zeroed everywhere (Liu Sec. 4: deletion sets the variable false).
+    """
+
+    def __init__(self, start: int = 0):
+        self._next = start
+        self._facts: dict[str, tuple[str, tuple, int | None]] = {}
+        self._live: dict[tuple[str, tuple], list[str]] = {}
+
+    def insert(self, pred: str, values: tuple, loc: int | None = None) -> str:
+        """Allocate the variable of a new insertion of ``pred(values)``; return its name."""
+        name = var_name(self._next)
+        self._next += 1
+        self._facts[name] = (pred, tuple(values), loc)
+        self._live.setdefault((pred, tuple(values)), []).append(name)
+        return name
+
+    def delete(self, pred: str, values: tuple) -> list[str]:
+        """Forget the live insertions of ``pred(values)``; return their variables (maybe
+        empty, when the tuple is not live)."""
+        return self._live.pop((pred, tuple(values)), [])
+
+    def live(self, pred: str, values: tuple) -> list[str]:
+        """The variables of the live insertions of ``pred(values)``."""
+        return list(self._live.get((pred, tuple(values)), ()))
+
+    def fact(self, name: str) -> tuple[str, tuple]:
+        """``(pred, values)`` of the insertion a variable stands for (KeyError if unknown)."""
+        pred, values, _ = self._facts[name]
+        return pred, values
+
+    def describe(self, name: str) -> str:
+        """``pred(@a,b)`` for a known variable, the name itself otherwise."""
+        entry = self._facts.get(name)
+        return format_fact(*entry) if entry else name
+
+    @property
+    def next_id(self) -> int:
+        return self._next
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._facts
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+
+# ---------------------------------------------------------------------------------------
+# zeroed variables
+
+
+class ZeroSet:
+    """The variables a node has seen zeroed (deleted insertions).
+
+    A deletion is final (a re-insertion is a new variable), so restricting every incoming
+    provenance by every variable ever seen zeroed is sound, and it makes a node's state
+    independent of whether a deletion overtakes the insertions it cancels (RUNTIME.md Sec. 3;
+    Liu Sec. 4 assumed FIFO channels instead).
+    """
+
+    __slots__ = ("_names",)
+
+    def __init__(self, names: Iterable[str] = ()):
+        self._names: set[str] = set(names)
+
+    def add(self, names: Iterable[str]) -> set[str]:
+        """Record ``names`` as zeroed; return those not seen before."""
+        fresh = {n for n in names if n not in self._names}
+        self._names |= fresh
+        return fresh
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._names
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def frozen(self) -> frozenset[str]:
+        return frozenset(self._names)
+
+
+# ---------------------------------------------------------------------------------------
+# the manager
+
+
+class BDDContext:
+    """One CUDD manager with the operations of absorption provenance (Liu Sec. 4.1).
+
+    Parameters
+    ----------
+    reorder:
+        Enable CUDD's dynamic reordering (sifting). Off by default: see the module docstring.
+    initial_cache_size:
+        CUDD's computed-table size; the default 2**10 keeps an empty manager near 0.1 MiB.
+
+    Notes
+    -----
+    Functions of one context must not be mixed with another's; cross managers through
+    :meth:`serialize` / :meth:`deserialize`. Not thread-safe (CUDD is not).
+    """
+
+    #: Entries of the serialization cache (cleared when full).
+    SER_CACHE = 1024
+
+    def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10):
+        self.bdd = _cudd.BDD(initial_cache_size=initial_cache_size)
+        self.bdd.configure(reordering=reorder)
+        self.reorder = reorder
+        self.true: Function = self.bdd.true
+        self.false: Function = self.bdd.false
+        self._ids: list[int] = []          # sorted insertion ids of declared x-variables
+        self._vars: dict[str, Function] = {}
+        self._wire: dict[int, int | str] = {}     # CUDD variable index -> wire name
+        self._by_wire: dict[int | str, Function] = {}
+        self._ser_cache: dict[int, tuple[Function, list]] = {}
+        self._true_key = int(self.true)
+
+    # -- variables ------------------------------------------------------------------
+
+    def var(self, name: str) -> Function:
+        """The BDD of variable ``name``, declared on first use (at its insertion-id level)."""
+        f = self._vars.get(name)
+        if f is None:
+            f = self._declare(name)
+        return f
+
+    def _declare(self, name: str) -> Function:
+        ident = insertion_id(name)
+        if ident is not None and not self.reorder:
+            level = bisect.bisect(self._ids, ident)
+            self.bdd.insert_var(name, level)
+            self._ids.insert(level, ident)
+        else:
+            self.bdd.declare(name)
+            if ident is not None:
+                bisect.insort(self._ids, ident)
+        return self._register(name)
+
+    def _register(self, name: str):
+        """Remember a declared variable's Function and wire name; return the Function
+        (``_wire`` maps CUDD's variable index, stable under reordering, to the wire name)."""
+        f = self._vars[name] = self.bdd.var(name)
+        ident = insertion_id(name)
+        wire = name if ident is None else ident
+        self._wire[self.bdd._index_of_var[name]] = wire
+        self._by_wire[wire] = f
+        return f
+
+    def declared(self, name: str) -> bool:
+        return name in self._vars
+
+    @property
+    def num_vars(self) -> int:
+        return len(self._vars)
+
+    # -- the algebra ----------------------------------------------------------------
+
+    def and_(self, a: Function, b: Function) -> Function:
+        """Join (Liu Fig. 6): ``a & b``."""
+        return a & b
+
+    def or_(self, a: Function, b: Function) -> Function:
+        """Union and projection (Liu Fig. 6): ``a | b``; absorption is automatic."""
+        return a | b
+
+    def conj(self, fs: Iterable[Function]) -> Function:
+        out = self.true
+        for f in fs:
+            out = out & f
+        return out
+
+    def disj(self, fs: Iterable[Function]) -> Function:
+        out = self.false
+        for f in fs:
+            out = out | f
+        return out
+
+    def diff(self, new: Function, old: Function) -> Function:
+        """``new & ~old``: what a new derivation adds to a stored provenance (Liu Alg. 1-2:
+        deltaPv, and ``x - y = x & ~y`` for deletions)."""
+        return new & ~old
+
+    def is_false(self, f: Function) -> bool:
+        return f == self.false
+
+    def is_true(self, f: Function) -> bool:
+        return f == self.true
+
+    def support(self, f: Function) -> set[str]:
+        return self.bdd.support(f)
+
+    def dag_size(self, f: Function) -> int:
+        return f.dag_size
+
+    def from_sets(self, sets: Iterable[Iterable[str]]) -> Function:
+        """The monotone function whose satisfying sets are the supersets of ``sets``
+        (an OR of ANDs of variables)."""
+        return self.disj(self.conj(self.var(v) for v in s) for s in sets)
+
+    # -- zeroing ----------------------------------------------------------------------
+
+    def zero(self, f: Function, names: Iterable[str]) -> Function:
+        """``f`` with every variable of ``names`` set to false (Liu Sec. 4: deletion of a
+        base tuple). Only variables in ``f``'s support are substituted, so the cost does not
+        grow with the number of variables ever zeroed."""
+        if f == self.true or f == self.false:
+            return f
+        names = names if isinstance(names, (set, frozenset, ZeroSet)) else set(names)
+        hit = {v: False for v in self.bdd.support(f) if v in names}
+        return self.bdd.let(hit, f) if hit else f
+
+    # -- wire form --------------------------------------------------------------------
+
+    def serialize(self, f: Function) -> list:
+        """The order-independent wire form ``[names, nodes, root]`` of ``f`` (module
+        docstring); msgpack-able, no pickle (RUNTIME.md Sec. 7).
+
+        The walk reads CUDD's node pointers directly (``int(g)``: the low bit is the
+        complement flag) and variable indexes, not names. Recent results are cached per
+        function (the transport sizes and encodes the same annotation, and one provenance
+        often goes to several destinations): do not mutate the returned list.
+        """
+        key = int(f)
+        hit = self._ser_cache.get(key)
+        if hit is not None:
+            return hit[1]
+        T = self._true_key
+        if key | 1 == T | 1:
+            return [[], [], key & 1]
+        index = {T: 0}
+        names: list = []
+        name_ix: dict[int, int] = {}
+        nodes: list[int] = []
+        wire = self._wire
+        stack = [f]
+        while stack:
+            g = stack[-1]
+            k = int(g) & ~1
+            if k in index:
+                stack.pop()
+                continue
+            lo, hi = g.low, g.high
+            kl, kh = int(lo), int(hi)
+            il, ih = index.get(kl & ~1), index.get(kh & ~1)
+            if il is None or ih is None:
+                if il is None:
+                    stack.append(lo)
+                if ih is None:
+                    stack.append(hi)
+                continue
+            stack.pop()
+            vi = g._index
+            ix = name_ix.get(vi)
+            if ix is None:
+                ix = name_ix[vi] = len(names)
+                w = wire.get(vi)
+                if w is None:                      # declared behind our back
+                    w = self._register(self.bdd._var_with_index[vi])
+                names.append(w)
+            nodes += (ix, (il << 1) | (kl & 1), (ih << 1) | (kh & 1))
+            index[k] = len(index)
+        data = [names, nodes, (index[key & ~1] << 1) | (key & 1)]
+        if len(self._ser_cache) >= self.SER_CACHE:
+            self._ser_cache.clear()
+        self._ser_cache[key] = (f, data)          # f keeps the node (and so the key) alive
+        return data
+
+    def deserialize(self, data, zeroed: Iterable[str] | ZeroSet = ()) -> Function:
+        """Rebuild a wire form with ``ite`` in this manager, with the variables of ``zeroed``
+        set to false on the way (cheaper than zeroing afterwards, and a zeroed variable is
+        never declared).
+
+        Raises
+        ------
+        WireError
+            If ``data`` is not a well-formed wire form.
+        """
+        try:
+            names, nodes, root = data
+            by_wire = self._by_wire
+            check = bool(zeroed)
+            vs = []
+            for x in names:
+                v = by_wire.get(x)
+                if v is None or check:
+                    name = var_name(x) if isinstance(x, int) else _str_name(x)
+                    if check and name in zeroed:
+                        v = None
+                    elif v is None:
+                        v = self.var(name)
+                vs.append(v)
+            fns: list[Function] = [self.true]
+            append = fns.append
+            ite = self.bdd.ite
+            for k in range(0, len(nodes), 3):
+                lo, hi = nodes[k + 1], nodes[k + 2]
+                if lo < 0 or hi < 0:
+                    raise WireError(f"node {k // 3 + 1} has a negative reference")
+                low = ~fns[lo >> 1] if lo & 1 else fns[lo >> 1]
+                high = ~fns[hi >> 1] if hi & 1 else fns[hi >> 1]
+                x = vs[nodes[k]]
+                append(low if x is None else ite(x, high, low))
+            if root < 0:
+                raise WireError("negative root reference")
+            r = fns[root >> 1]
+            return ~r if root & 1 else r
+        except WireError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError) as e:
+            raise WireError(f"malformed serialized BDD: {e!r}") from None
+
+    def size_bytes(self, f: Function) -> int:
+        """Bytes of ``f``'s wire form packed by msgpack (the per-tuple provenance size of
+        Liu Sec. 7.1)."""
+        return len(msgpack.packb(self.serialize(f)))
+
+    # -- reading provenance -------------------------------------------------------------
+
+    def minimal_sop(self, f: Function) -> list[frozenset[str]]:
+        """The minimal sum-of-products of a monotone provenance: its minimal satisfying
+        variable sets (an antichain), sorted by size then variable order.
+
+        Absorption provenance is positive (Liu Sec. 4; the PosBool semiring of Green et al.),
+        so its prime implicants are exactly its minimal satisfying sets, and their
+        disjunction is its unique minimal SOP. They are computed bottom-up on the BDD: with
+        ``f = x & f1 | f0`` and ``f0 <= f1``, ``P(f) = P(f0) | {s + x : s in P(f1), no t in
+        P(f0) with t <= s}``.
+
+        Raises
+        ------
+        NotMonotoneError
+            If ``f`` is not monotone (e.g. an in-flight difference ``new & ~old``).
+        """
+        memo: dict[int, list[frozenset[str]]] = {}
+        return sorted(self._primes(f, memo), key=self._set_key)
+
+    def _primes(self, f: Function, memo) -> list[frozenset[str]]:
+        # explicit stack: BDD depth can exceed Python's recursion limit
+        stack = [f]
+        while stack:
+            g = stack[-1]
+            key = int(g)
+            if key in memo:
+                stack.pop()
+                continue
+            if g.var is None:
+                memo[key] = [frozenset()] if g == self.true else []
+                stack.pop()
+                continue
+            lo, hi = (~g.low, ~g.high) if g.negated else (g.low, g.high)
+            missing = [c for c in (lo, hi) if int(c) not in memo]
+            if missing:
+                stack += missing
+                continue
+            p0, p1 = memo[int(lo)], memo[int(hi)]
+            for t in p0:
+                if not any(s <= t for s in p1):
+                    raise NotMonotoneError(
+                        f"provenance is not monotone in {g.var}: minimal SOP needs a "
+                        "positive formula")
+            x = g.var
+            memo[key] = p0 + [s | {x} for s in p1 if not any(t <= s for t in p0)]
+            stack.pop()
+        return memo[int(f)]
+
+    def _set_key(self, s: frozenset[str]):
+        return (len(s), sorted((insertion_id(v) is None, insertion_id(v) or 0, v)
+                               for v in s))
+
+    def format(self, f: Function, describe: Callable[[str], str] | None = None) -> str:
+        """``link(@a,b) ∧ link(@b,c) ∨ link(@a,c)``: the minimal SOP of ``f`` over base
+        tuples (``describe`` names a variable, e.g. :meth:`InsertionRegistry.describe`);
+        ``true``/``false`` for the constants."""
+        if f == self.true:
+            return "true"
+        if f == self.false:
+            return "false"
+        describe = describe or (lambda v: v)
+        return " ∨ ".join(" ∧ ".join(describe(v) for v in self._ordered(s))
+                          for s in self.minimal_sop(f))
+
+    def _ordered(self, s: frozenset[str]) -> list[str]:
+        return sorted(s, key=lambda v: (insertion_id(v) is None, insertion_id(v) or 0, v))
+
+
+def _str_name(x) -> str:
+    if not isinstance(x, str):
+        raise WireError(f"variable name {x!r} is neither an int nor a str")
+    return x
+

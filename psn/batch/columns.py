@@ -1,0 +1,272 @@
+"""NDlog terms and comparisons as Spark SQL column expressions, with their static kinds.
+
+Role: give every arithmetic operator, comparison and builtin of :mod:`psn.expr` the same
+meaning as a Spark SQL expression over the columns of a binding frame, so the Spark reference
+computes what the Python reference computes. Each compiled term is a pair
+``(Column, kind)`` (kinds: :mod:`psn.batch.kinds`). No Python UDFs: lists use Spark's array
+functions (``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``,
+``aggregate``), ``f_dist`` is ``sqrt`` of a sum of squares, ``f_min``/``f_max`` are
+``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates toward zero, like
+:mod:`psn.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`psn.expr`).
+
+Errors that Python raises while evaluating a row (a builtin on the wrong kind, division by
+zero, an ordering comparison between a number and a string) become ``raise_error``
+expressions: they fail the Spark job only if a row reaches them, exactly when Python would
+raise; :class:`ErrorTable` maps them back to :class:`~psn.errors.EvaluationError` with the
+term's position.
+
+Deliberately not here: join planning and the fixpoint (:mod:`psn.batch.spark`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .. import ast as A
+from ..errors import EvaluationError, Span
+from . import kinds as K
+
+__all__ = ["ErrorTable", "var_column", "compile_term", "compile_compare", "cast",
+           "MARKER"]
+
+#: prefix of raise_error messages, followed by the error's index in its ErrorTable
+MARKER = "PSN-SPARK-ERROR#"
+
+
+def var_column(name: str) -> str:
+    """Frame column holding variable ``name`` (synthetic names start with ``%``)."""
+    return ("s_" + name[1:]) if name.startswith("%") else ("v_" + name)
+
+
+class ErrorTable:
+    """Runtime errors registered while compiling, referenced from ``raise_error`` by index."""
+
+    def __init__(self, source: str | None = None):
+        self.source = source
+        self.entries: list[tuple[str, Span | None]] = []
+
+    def fail(self, message: str, span: Span | None):
+        """A Spark expression that raises ``message`` when evaluated on a row."""
+        from pyspark.sql import functions as F
+        self.entries.append((message, span))
+        return F.raise_error(F.lit(f"{MARKER}{len(self.entries) - 1}#"))
+
+    def translate(self, exc: BaseException) -> EvaluationError | None:
+        """The EvaluationError behind a Spark exception raised by :meth:`fail`, if any."""
+        text = str(exc)
+        at = text.find(MARKER)
+        if at < 0:
+            return None
+        digits = text[at + len(MARKER):].split("#", 1)[0]
+        if not digits.isdigit() or int(digits) >= len(self.entries):
+            return None
+        message, span = self.entries[int(digits)]
+        return EvaluationError(message, span, self.source)
+
+
+def cast(col, k):
+    """``col`` as stored for kind ``k``."""
+    return col.cast(K.storage(k))
+
+
+class _Compiler:
+    """Compile terms over a frame whose variables have the kinds in ``kinds``."""
+
+    def __init__(self, kinds: dict[str, object], errors: ErrorTable):
+        from pyspark.sql import functions as F
+        self.F = F
+        self.kinds = kinds
+        self.errors = errors
+
+    # -- terms ---------------------------------------------------------------------------
+    def term(self, t: A.Term):
+        F = self.F
+        if isinstance(t, A.Var):
+            return F.col(var_column(t.name)), self.kinds[t.name]
+        if isinstance(t, A.Const):
+            return self.const(t.value, t.span)
+        if isinstance(t, A.ListExpr):
+            return self.list_expr(t)
+        if isinstance(t, A.Neg):
+            c, k = self.term(t.operand)
+            if not K.is_number(k):
+                return self._bad(f"operator '-' expects numbers, got {K.describe(k)}", t.span)
+            return -c, k
+        if isinstance(t, A.BinOp):
+            return self.binop(t)
+        if isinstance(t, A.Call):
+            return self.call(t)
+        raise EvaluationError(f"aggregate {t.func}<...> is only allowed in a rule head",
+                              t.span)
+
+    def _bad(self, message: str, span):
+        return self.errors.fail(message, span).cast("string"), K.NULL
+
+    def const(self, value, span):
+        F = self.F
+        k = K.kind_of(value)
+        if K.is_array(k):
+            items = [cast(self.const(v, span)[0], K.elem(k)) for v in value]
+            return cast(F.array(*items), k), k
+        return cast(F.lit(value), k), k
+
+    def list_expr(self, t: A.ListExpr):
+        parts = [self.term(i) for i in t.items]
+        k = K.NULL
+        for _, pk in parts:
+            u = K.unify(k, pk)
+            if u is None:
+                raise EvaluationError(
+                    "the Spark reference cannot build a list mixing "
+                    f"{K.describe(k)} and {K.describe(pk)} elements", t.span)
+            k = u
+        return self.F.array(*[cast(c, k) for c, _ in parts]), K.array(k)
+
+    def binop(self, t: A.BinOp):
+        F = self.F
+        (a, ka), (b, kb) = self.term(t.left), self.term(t.right)
+        for k in (ka, kb):
+            if not K.is_number(k):
+                return self._bad(f"operator '{t.op}' expects numbers, got {K.describe(k)}",
+                                 t.span)
+        k = K.unify(ka, kb)
+        a, b = cast(a, k), cast(b, k)
+        if t.op in ("+", "-", "*"):
+            return {"+": a + b, "-": a - b, "*": a * b}[t.op], k
+        zero = self.errors.fail(f"division by zero in {t.op}", t.span)
+        if t.op == "/":
+            q = F.call_function("div", a, b) if k == K.LONG else a / b
+            return F.when(b == 0, zero).otherwise(q), k
+        # the remainder has the dividend's sign in Spark SQL and in psn.expr (math.fmod)
+        return F.when(b == 0, zero).otherwise(a % b), k
+
+    # -- builtins ------------------------------------------------------------------------
+    def call(self, t: A.Call):
+        handler: Callable | None = getattr(self, "_" + t.name, None)
+        if handler is None:
+            raise EvaluationError(f"unknown builtin '{t.name}'", t.span)
+        args = [self.term(a) for a in t.args]
+        return handler(t, *args)
+
+    def _as_list(self, c, k):
+        return (c, k) if K.is_array(k) else (self.F.array(c), K.array(k))
+
+    def _join_lists(self, t, parts):
+        k = K.array(K.NULL)
+        for _, pk in parts:
+            u = K.unify(k, pk)
+            if u is None:
+                raise EvaluationError(
+                    f"{t.name}: the Spark reference cannot build a list mixing "
+                    f"{K.describe(K.elem(k))} and {K.describe(K.elem(pk))} elements", t.span)
+            k = u
+        return self.F.concat(*[cast(c, k) for c, _ in parts]), k
+
+    def _f_concat(self, t, a, b):
+        return self._join_lists(t, [self._as_list(*a), self._as_list(*b)])
+
+    def _need_list(self, t, k):
+        if K.is_array(k):
+            return None
+        return self._bad(f"{t.name} expects a list, got {K.describe(k)}", t.span)
+
+    def _f_append(self, t, lst, x):
+        return self._need_list(t, lst[1]) or self._join_lists(t, [lst, self._as_list(*x)])
+
+    def _f_prepend(self, t, x, lst):
+        return self._need_list(t, lst[1]) or self._join_lists(t, [self._as_list(*x), lst])
+
+    def _f_member(self, t, lst, x):
+        F = self.F
+        bad = self._need_list(t, lst[1])
+        if bad:
+            return bad
+        u = K.unify(K.elem(lst[1]), x[1])
+        if u is None:  # no element can equal x
+            return F.lit(0).cast("long"), K.LONG
+        hit = F.array_contains(cast(lst[0], K.array(u)), cast(x[0], u))
+        return hit.cast("long"), K.LONG
+
+    def _f_size(self, t, lst):
+        return self._need_list(t, lst[1]) or (self.F.size(lst[0]).cast("long"), K.LONG)
+
+    def _end(self, t, lst, index):
+        F = self.F
+        bad = self._need_list(t, lst[1])
+        if bad:
+            return bad
+        empty = self.errors.fail(f"{t.name} of an empty list", t.span)
+        if K.elem(lst[1]) == K.NULL:
+            return empty.cast("string"), K.NULL
+        k = K.elem(lst[1])
+        value = F.when(F.size(lst[0]) == 0, cast(empty, k)).otherwise(
+            F.element_at(lst[0], index))
+        return value, k
+
+    def _f_first(self, t, lst):
+        return self._end(t, lst, 1)
+
+    def _f_last(self, t, lst):
+        return self._end(t, lst, -1)
+
+    def _f_dist(self, t, p, q):
+        F = self.F
+        for c, k in (p, q):
+            if not (K.is_array(k) and (K.is_number(K.elem(k)) or K.elem(k) == K.NULL)):
+                return self._bad(f"f_dist expects a list of numbers, got {K.describe(k)}",
+                                 t.span)
+        a, b = cast(p[0], K.array(K.DOUBLE)), cast(q[0], K.array(K.DOUBLE))
+        squares = F.zip_with(a, b, lambda x, y: (x - y) * (x - y))
+        total = F.aggregate(squares, F.lit(0.0), lambda acc, x: acc + x)
+        bad = self.errors.fail("f_dist of positions of different dimension", t.span)
+        return F.when(F.size(a) != F.size(b), bad).otherwise(F.sqrt(total)), K.DOUBLE
+
+    def _f_abs(self, t, x):
+        if not K.is_number(x[1]):
+            return self._bad(f"f_abs expects a number, got {K.describe(x[1])}", t.span)
+        return self.F.abs(x[0]), x[1]
+
+    def _extreme(self, t, a, b, fn):
+        k = K.unify(a[1], b[1])
+        if k is None or k == K.NULL:
+            return self._bad(f"{t.name} cannot compare {K.describe(a[1])} and "
+                             f"{K.describe(b[1])}", t.span)
+        return fn(cast(a[0], k), cast(b[0], k)), k
+
+    def _f_min(self, t, a, b):
+        return self._extreme(t, a, b, self.F.least)
+
+    def _f_max(self, t, a, b):
+        return self._extreme(t, a, b, self.F.greatest)
+
+    # -- comparisons ---------------------------------------------------------------------
+    def compare(self, lit: A.Compare):
+        F = self.F
+        (a, ka), (b, kb) = self.term(lit.left), self.term(lit.right)
+        k = K.unify(ka, kb)
+        if lit.op in ("==", "=", "!="):
+            if k is None:  # values of different kinds are never equal
+                return F.lit(lit.op == "!=")
+            a, b = cast(a, k), cast(b, k)
+            return (a != b) if lit.op == "!=" else (a == b)
+        if k is None:
+            return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
+                                    f"{K.describe(kb)}", lit.span).isNull()
+        a, b = cast(a, k), cast(b, k)
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[lit.op]
+
+
+def compile_term(term: A.Term, kinds: dict, errors: ErrorTable):
+    """``(Column, kind)`` computing ``term`` over a frame with variable kinds ``kinds``.
+
+    Notes
+    -----
+    Same semantics as :func:`psn.expr.compile_term` (NDLOG.md, "Builtins"); values whose
+    kinds Python would reject at run time compile to ``raise_error``.
+    """
+    return _Compiler(kinds, errors).term(term)
+
+
+def compile_compare(lit: A.Compare, kinds: dict, errors: ErrorTable):
+    """A boolean Column testing ``lit`` (same semantics as :func:`psn.expr.compile_compare`)."""
+    return _Compiler(kinds, errors).compare(lit)

@@ -1,0 +1,161 @@
+"""Static value kinds for the Spark reference: how dynamically typed NDlog values are held
+in statically typed Spark columns.
+
+Role: NDlog values are Python ``int``/``float``/``str``/``tuple`` (lists) and a column may
+hold several of them (``pair(1, 2). pair(a, [b, c]).``). Spark columns have one type, so
+the Spark evaluator splits every relation into *sub-relations*, one per **signature**: the
+tuple of the kinds of its arguments. A kind is
+
+==================  =====================  ==========================================
+kind                NDlog values           Spark storage type
+==================  =====================  ==========================================
+``"long"``          integers               ``LongType``
+``"double"``        floats, ``infinity``   ``DoubleType``
+``"string"``        strings and symbols    ``StringType``
+``("array", k)``    lists of kind ``k``    ``ArrayType(storage(k))``
+``"null"``          no value at all        ``StringType`` (never holds a row)
+==================  =====================  ==========================================
+
+``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list.
+Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python). A list
+whose elements mix numbers, strings or lists of different kinds (``[1, a]``) has no kind:
+the Spark reference rejects it with :class:`~psn.errors.InputError` (documented limit).
+
+Deliberately not here: Spark expressions (see :mod:`psn.batch.spark`); this module imports
+pyspark only inside :func:`storage`.
+"""
+
+from __future__ import annotations
+
+from ..builtins import format_value
+from ..errors import InputError
+
+__all__ = ["LONG", "DOUBLE", "STRING", "NULL", "array", "is_array", "is_number", "elem",
+           "kind_of", "unify", "storage", "to_storage", "from_storage", "from_json", "describe",
+           "signature_of"]
+
+LONG, DOUBLE, STRING, NULL = "long", "double", "string", "null"
+_LIMIT = 1 << 63
+
+
+def array(k) -> tuple:
+    """The kind of lists whose elements have kind ``k``."""
+    return ("array", k)
+
+
+def is_array(k) -> bool:
+    return isinstance(k, tuple)
+
+
+def elem(k):
+    """Element kind of a list kind."""
+    return k[1]
+
+
+def is_number(k) -> bool:
+    return k in (LONG, DOUBLE)
+
+
+def unify(a, b):
+    """The least kind holding both ``a`` and ``b`` values, or ``None`` if there is none."""
+    if a == b:
+        return a
+    if a == NULL:
+        return b
+    if b == NULL:
+        return a
+    if is_number(a) and is_number(b):
+        return DOUBLE
+    if is_array(a) and is_array(b):
+        e = unify(elem(a), elem(b))
+        return None if e is None else array(e)
+    return None
+
+
+def kind_of(value):
+    """The kind of one NDlog value.
+
+    Raises
+    ------
+    InputError
+        For a list mixing incompatible kinds, an integer beyond 64 bits, or a value that is
+        not an NDlog value.
+    """
+    if isinstance(value, bool):
+        return LONG
+    if isinstance(value, int):
+        if not -_LIMIT <= value < _LIMIT:
+            raise InputError(f"the Spark reference holds 64-bit integers; {value} is too large")
+        return LONG
+    if isinstance(value, float):
+        return DOUBLE
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, (tuple, list)):
+        k = NULL
+        for v in value:
+            u = unify(k, kind_of(v))
+            if u is None:
+                raise InputError(
+                    f"the Spark reference cannot hold the list {format_value(tuple(value))}: "
+                    "its elements mix kinds (numbers, strings, lists)",
+                    hint="use --engine python for lists with mixed element kinds")
+            k = u
+        return array(k)
+    raise InputError(f"{value!r} is not an NDlog value")
+
+
+def signature_of(row: tuple) -> tuple:
+    return tuple(kind_of(v) for v in row)
+
+
+def storage(k):
+    """The Spark SQL data type that holds values of kind ``k``."""
+    from pyspark.sql import types as T
+    if k == LONG:
+        return T.LongType()
+    if k == DOUBLE:
+        return T.DoubleType()
+    if is_array(k):
+        return T.ArrayType(storage(elem(k)), containsNull=True)
+    return T.StringType()
+
+
+def to_storage(value, k):
+    """The Python value Spark stores for ``value`` in a column of kind ``k``."""
+    if k == LONG:
+        return int(value)
+    if k == DOUBLE:
+        return float(value)
+    if is_array(k):
+        e = elem(k)
+        return [to_storage(v, e) for v in value]
+    if k == NULL:
+        return None
+    return value
+
+
+def from_storage(value, k):
+    """The NDlog (Python) value of a stored value: lists become tuples."""
+    if is_array(k):
+        e = elem(k)
+        return tuple(from_storage(v, e) for v in value)
+    return value
+
+
+def from_json(value, k):
+    """The NDlog value of a stored value read back from Spark's ``to_json`` text, where
+    infinite and NaN doubles are the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"``."""
+    if is_array(k):
+        e = elem(k)
+        return tuple(from_json(v, e) for v in value)
+    if k == DOUBLE:
+        return float(value)
+    return value
+
+
+def describe(k) -> str:
+    """Human-readable kind, for error messages."""
+    if is_array(k):
+        return "a list" if elem(k) == NULL else f"a list of {describe(elem(k))}s"
+    return {LONG: "integer", DOUBLE: "float", STRING: "string", NULL: "nothing"}[k]

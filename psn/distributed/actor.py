@@ -1,0 +1,157 @@
+"""The Ray actor of one worker: a :class:`~psn.distributed.shard.Shard` behind Ray calls.
+
+Role: the process boundary. A :class:`ShardActor` is a *synchronous, single-threaded* Ray
+actor (so its calls never interleave, and one CUDD manager is only ever used by one thread,
+RUNTIME.md Sec. 7). It is created empty and configured by the driver with an *epoch*
+(:meth:`ShardActor.configure`); every later call carries the epoch, and a call of an older
+epoch is ignored, so batches still in flight from before a rollback can never leak into the
+replayed run. Everything that carries updates is msgpack bytes (:mod:`psn.wire`): bursts
+from the driver (:meth:`inject`), batches from other workers (:meth:`deliver`), the
+relations and metrics sent back. Batches to other workers are fire-and-forget calls of
+their :meth:`deliver`; no FIFO order between workers is assumed (the engine does not need
+it), and none is needed for termination detection: the driver counts batches sent and
+received per worker (:meth:`status`).
+
+An error inside a fire-and-forget call cannot reach the driver through its return value, so
+the actor stores the first error and reports it with :meth:`status`.
+
+Deliberately not here: the engine loop (``shard``), termination detection, recovery and the
+ledger (``psn.distributed.network``), starting Ray (``psn.distributed.runtime``).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import ray
+
+from .shard import Shard, pack
+
+__all__ = ["ShardActor", "actor_class"]
+
+
+class ShardActor:
+    """One worker (wrapped by :func:`actor_class` into a Ray actor)."""
+
+    def __init__(self):
+        self.epoch = -1
+        self.shard: Shard | None = None
+        self.peers: list = []
+        self.error: str | None = None
+        self.crash_countdown: int | None = None
+        self._prepared: tuple | None = None
+
+    def ping(self) -> tuple[int, int]:
+        """``(pid, epoch)``; epoch ``-1`` until configured (e.g. just restarted)."""
+        return os.getpid(), self.epoch
+
+    def configure(self, epoch: int, index: int, key: str, program, annotation: str,
+                  shards, peers: list, batch: bool = True, roundtrip: bool = False) -> int:
+        """Start epoch ``epoch`` with an empty shard: drop every node and counter.
+
+        ``program`` is the source :class:`psn.ast.Program` (prepared here once per ``key``
+        and cached), ``annotation`` a scheme name, ``shards`` a
+        :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
+        by index. This one-time setup travels through Ray's own serialization; updates never
+        do.
+        """
+        from provenance import get_scheme
+        from ..engine import prepare
+        if self._prepared is None or self._prepared[0] != key:
+            self._prepared = (key, prepare(program))
+        self.epoch = epoch
+        self.peers = list(peers)
+        self.error = None
+        self.crash_countdown = None
+        self.shard = Shard(index, self._prepared[1], get_scheme(annotation), shards,
+                           batch=batch, roundtrip=roundtrip)
+        return os.getpid()
+
+    # -- updates -------------------------------------------------------------------------
+    def inject(self, epoch: int, payloads: list[bytes]) -> int:
+        """A burst from the driver (already split per worker); runs it locally and sends
+        the resulting batches. Returns the number of batches sent."""
+        if epoch != self.epoch or self.error:
+            return 0
+        try:
+            for payload in payloads:
+                self.shard.receive_payload(payload, counted=False)
+            return self._send()
+        except Exception:  # noqa: BLE001 - reported through status()
+            self.error = traceback.format_exc()
+            return 0
+
+    def deliver(self, epoch: int, src: int, payload: bytes) -> None:
+        """A batch from worker ``src`` (fire-and-forget)."""
+        if epoch != self.epoch or self.error:
+            return
+        if self.crash_countdown is not None:
+            self.crash_countdown -= 1
+            if self.crash_countdown <= 0:
+                os._exit(17)  # fault injection for tests: die in the middle of a run
+        try:
+            self.shard.receive_payload(payload)
+            self._send()
+        except Exception:  # noqa: BLE001 - reported through status()
+            self.error = traceback.format_exc()
+
+    def _send(self) -> int:
+        out = self.shard.take_outbox()
+        epoch, me, peers = self.epoch, self.shard.index, self.peers
+        for w, payload in out:
+            peers[w].deliver.remote(epoch, me, payload)
+        return len(out)
+
+    def flush(self, epoch: int) -> int:
+        """End of stream at this worker's nodes; returns the updates flushed."""
+        if epoch != self.epoch or self.error:
+            return 0
+        try:
+            n = self.shard.flush()
+            self._send()
+            return n
+        except Exception:  # noqa: BLE001
+            self.error = traceback.format_exc()
+            return 0
+
+    # -- termination detection -----------------------------------------------------------
+    def status(self, epoch: int) -> tuple[int, int, int, str | None]:
+        """``(epoch, batches sent, batches received, error or None)`` of this worker."""
+        if self.shard is None:
+            return self.epoch, 0, 0, None
+        return self.epoch, self.shard.batches_sent, self.shard.batches_received, self.error
+
+    # -- reading -------------------------------------------------------------------------
+    def finish(self, epoch: int) -> tuple[int, str | None]:
+        """After quiescence: check deletions left waiting (see ``Shard.check_waiting``)."""
+        return self.epoch, (self.error or self.shard.check_waiting())
+
+    def relations(self, epoch: int, preds: list[str]) -> tuple[int, bytes]:
+        return self.epoch, pack(self.shard.relations(preds))
+
+    def multiset(self, epoch: int, pred: str) -> tuple[int, bytes]:
+        return self.epoch, pack(self.shard.multiset(pred))
+
+    def report(self, epoch: int) -> tuple[int, bytes]:
+        return self.epoch, pack(self.shard.report())
+
+    # -- fault injection (tests) ---------------------------------------------------------
+    def crash_after(self, deliveries: int) -> int:
+        """Exit the process abruptly while handling the ``deliveries``-th next batch."""
+        self.crash_countdown = deliveries
+        return os.getpid()
+
+
+_ACTOR = None
+
+
+def actor_class():
+    """The Ray actor class (created once per process, after ``ray`` is imported):
+    synchronous and single-threaded, restarted by Ray up to 4 times, no automatic task
+    retries (the driver replays instead), no CPU reserved (many workers on 2 cores)."""
+    global _ACTOR
+    if _ACTOR is None:
+        _ACTOR = ray.remote(max_restarts=4, max_task_retries=0, num_cpus=0,
+                            max_concurrency=1)(ShardActor)
+    return _ACTOR

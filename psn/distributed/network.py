@@ -1,0 +1,469 @@
+"""A PSN network on Ray: the driver, termination detection and recovery.
+
+Role: :class:`RayNetwork` has the API of :class:`psn.engine.Network` (``insert``, ``delete``,
+``apply``, ``run``, ``relations``, ``multiset``, ``base_facts``, ``metrics``) and runs the
+same engine on a :class:`WorkerPool` of Ray actors, one per worker, each hosting the shard
+of nodes :class:`~psn.distributed.shard.ShardMap` places on it (by a stable hash, or an
+explicit map). How a run goes:
+
+1. **Ledger.** Bursts go into a driver-side :class:`psn.engine.Network` whose transport only
+   captures what it injects (:class:`CaptureTransport`): the engine's own base-fact ledger
+   numbers insertions, matches deletions and builds the base annotations. Captured updates
+   are encoded with :mod:`psn.wire` and grouped per worker; the driver keeps every burst
+   (the *history*).
+2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts;
+   workers run the PSN loop and exchange batches (msgpack bytes, one Ray call per
+   destination worker and per handled call, no FIFO assumption).
+3. **Termination** (Mattern's four-counter method; RUNTIME.md Sec. 7): the driver polls every
+   worker for its numbers of batches sent and received; the run has quiesced when the sums
+   are equal *and* a second, later round returns the same sums. Counters only grow and a
+   worker is single-threaded, so two equal rounds with sent == received mean no batch was
+   in flight between them. Then every worker flushes its send stages (MinShip's end of
+   stream); if anything was flushed, detection starts over.
+4. **Recovery.** Workers are Ray actors with ``max_restarts``; a call failing with
+   ``RayActorError`` or a worker answering with an older epoch (a restarted actor is
+   unconfigured) means state was lost. The driver waits until every worker answers (making
+   a new actor if Ray gave up restarting one), starts a new *epoch* on all of them (empty
+   shards; batches of older epochs are ignored on arrival) and replays the whole history.
+   PSN's correctness under any delivery order (Nigam et al. 2012, Definition 1) makes the
+   replayed run converge to the same relations; nothing is checkpointed, so no annotation
+   (e.g. a BDD) is ever pickled. The cost is a replay from the empty state.
+
+Deliberately not here: the engine loop of a worker (``shard``), the actor (``actor``),
+``ray.init`` (``runtime``). Relations and metrics are gathered on demand, as msgpack bytes.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Iterable, Mapping
+
+import ray
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
+
+from ..errors import EvaluationError, InputError
+from ..parser import parse
+from ..transport import LogicalClock, Placement, TrafficMetrics
+from .actor import actor_class
+from .runtime import start_ray
+from .shard import ShardMap, pack, unpack
+
+__all__ = ["RayNetwork", "WorkerPool", "CaptureTransport"]
+
+
+class _WorkerLost(Exception):
+    """A worker died or was restarted: its state is gone."""
+
+
+class WorkerPool:
+    """``workers`` Ray actors (one per worker), reusable by several :class:`RayNetwork` runs.
+
+    Parameters
+    ----------
+    workers:
+        Number of actors.
+    address:
+        ``None``: local Ray (started if needed, see :func:`psn.distributed.start_ray`);
+        else the address of a running cluster.
+
+    Attributes
+    ----------
+    ray_startup_seconds, actor_startup_seconds:
+        Seconds spent in ``ray.init`` (0 if Ray was already up) and starting the actors.
+    """
+
+    def __init__(self, workers: int, address: str | None = None):
+        if not isinstance(workers, int) or workers < 1:
+            raise InputError(f"the number of workers must be a positive integer, "
+                             f"got {workers!r}")
+        self.ray_startup_seconds = start_ray(address)
+        self._epochs = 0
+        t0 = time.perf_counter()
+        self.actors = [self._new() for _ in range(workers)]
+        self.pids = ray.get([a.ping.remote() for a in self.actors])
+        self.actor_startup_seconds = time.perf_counter() - t0
+
+    @staticmethod
+    def _new():
+        # SPREAD places the workers on different machines of a cluster when it has several
+        return actor_class().options(scheduling_strategy="SPREAD").remote()
+
+    def __len__(self) -> int:
+        return len(self.actors)
+
+    def next_epoch(self) -> int:
+        """A fresh epoch number: unique over every network run on this pool, so batches of
+        an earlier network or of a rolled-back run are never taken for current ones."""
+        self._epochs += 1
+        return self._epochs
+
+    def replace(self, i: int) -> None:
+        """Put a new actor in place of worker ``i`` (Ray gave up restarting it)."""
+        self.actors[i] = self._new()
+
+    def wait_alive(self, i: int, deadline: float) -> None:
+        """Wait until worker ``i`` answers (it may be restarting), replacing it if it is
+        dead for good."""
+        died = 0
+        while True:
+            try:
+                ray.get(self.actors[i].ping.remote(), timeout=30)
+                return
+            except ActorDiedError:
+                died += 1
+                if died >= 3:
+                    self.replace(i)
+                    died = 0
+            except (RayActorError, GetTimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise EvaluationError(f"Ray worker {i} did not come back after a failure")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        """Kill the actors (Ray itself keeps running; see :func:`psn.distributed.stop_ray`)."""
+        for a in self.actors:
+            try:
+                ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.actors = []
+
+
+class CaptureTransport:
+    """A :class:`psn.transport.Transport` that only records what the driver injects.
+
+    The driver's ledger network sends each burst here as ``send(None, dst, updates)``; the
+    updates are encoded at once with the wire codec in the ledger's context and kept as
+    ``(dst, bytes)`` until :meth:`take`. Nothing is ever delivered (``poll`` is empty).
+    """
+
+    def __init__(self) -> None:
+        self.clock = LogicalClock()
+        self.placement = Placement.single()
+        self.metrics = TrafficMetrics()
+        self.codec = None
+        self._context_of = None
+        self.pending: list[tuple[Any, bytes]] = []
+        self.preds: set[str] = set()
+
+    def connect(self, codec, context_of) -> None:
+        self.codec, self._context_of = codec, context_of
+
+    def send(self, src, dst, updates: list) -> None:
+        if updates:
+            self.preds.update(u[1] for u in updates)
+            self.pending.append((dst, self.codec.encode(updates, self._context_of(dst))))
+
+    def poll(self) -> list:
+        return []
+
+    def in_flight(self) -> int:
+        return 0
+
+    def take(self) -> list[tuple[Any, bytes]]:
+        out, self.pending = self.pending, []
+        return out
+
+
+class RayNetwork:
+    """A PSN network whose nodes live on Ray actors (see the module docstring).
+
+    Parameters
+    ----------
+    program:
+        A :class:`psn.ast.Program` or NDlog text (localized like :class:`psn.engine.Network`).
+    facts:
+        ``predicate -> iterable of tuples``: the first burst (with the program's facts).
+    annotation:
+        Annotation scheme name (``set``, ``derivation``, ``absorption`` when registered).
+    workers:
+        Number of workers (actors), default 2; with ``pool``, the first ``workers`` actors
+        of the pool (default: all of them).
+    address:
+        ``None``: local Ray on loopback; ``"HOST:6379"``: join that cluster.
+    placement:
+        ``node -> worker index`` for some nodes (the others by stable hash), or a
+        :class:`~psn.distributed.shard.ShardMap`.
+    seed:
+        Accepted for API parity with :class:`psn.engine.Network`; Ray's delivery order is
+        whatever the machines make of it (PSN does not depend on it).
+    batch, roundtrip:
+        As for :class:`psn.engine.Network`.
+    pool:
+        A :class:`WorkerPool` to run on (reused across networks, one network at a time;
+        not closed by :meth:`close`). Default: a new pool of ``workers`` actors, closed by
+        :meth:`close`.
+    max_recoveries:
+        Worker failures tolerated per network before giving up.
+    """
+
+    def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
+                 annotation: str = "derivation", workers: int | None = None,
+                 address: str | None = None, placement=None, seed: int = 0,
+                 batch: bool = True, roundtrip: bool = False,
+                 pool: WorkerPool | None = None, max_recoveries: int = 5):
+        from ..engine import Network
+        if isinstance(program, str):
+            program = parse(program)
+        if not isinstance(annotation, str):
+            annotation = getattr(annotation, "name", annotation)
+            if not isinstance(annotation, str):
+                raise InputError("the Ray engine takes an annotation scheme by name")
+        self.capture = CaptureTransport()
+        self.ledger = Network(program, facts, annotation=annotation,
+                              transport=self.capture, batch=batch)
+        self.source = self.ledger.source
+        self.program = self.ledger.program
+        self.annotation = annotation
+        self.seed = seed
+        self.batch, self.roundtrip = batch, roundtrip
+        self._own_pool = pool is None
+        self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
+        n = len(self.pool) if workers is None else workers
+        if not isinstance(n, int) or not 1 <= n <= len(self.pool):
+            raise InputError(f"cannot run {n!r} workers on a pool of {len(self.pool)}")
+        if isinstance(placement, ShardMap):
+            self.shards = placement
+        else:
+            if isinstance(placement, Placement):
+                raise InputError("give the Ray engine a node -> worker mapping, not a "
+                                 "Placement")
+            bad = {nd: w for nd, w in (placement or {}).items()
+                   if not (isinstance(w, int) and 0 <= w < n)}
+            if bad:
+                nd, w = next(iter(bad.items()))
+                raise InputError(f"node {nd!r} is placed on worker {w!r}, but workers are "
+                                 f"numbered 0..{n - 1}")
+            self.shards = ShardMap(n, placement)
+        self.workers = n
+        self.epoch = 0
+        self.key = uuid.uuid4().hex
+        self.history: list[dict[int, bytes]] = []
+        self.recoveries = 0
+        self.max_recoveries = max_recoveries
+        self.polls = 0
+        self.wall_seconds = 0.0
+        self.last_run_seconds = 0.0
+        # workers get a fresh epoch and the whole history on the first run
+        self._needs_replay = True
+
+    # -- bursts (the ledger) -------------------------------------------------------------
+    def insert(self, pred: str, tup: tuple) -> "RayNetwork":
+        """Inject an insertion of a base fact (sent on the next :meth:`run`)."""
+        self.ledger.insert(pred, tup)
+        return self
+
+    def delete(self, pred: str, tup: tuple) -> "RayNetwork":
+        """Inject a deletion of a base fact."""
+        self.ledger.delete(pred, tup)
+        return self
+
+    def apply(self, burst: Iterable) -> "RayNetwork":
+        """Inject a burst (items as for :func:`psn.engine.parse_update`)."""
+        self.ledger.apply(burst)
+        return self
+
+    def base_facts(self) -> dict[str, set[tuple]]:
+        """The current base facts (every fact with a live insertion)."""
+        return self.ledger.base_facts()
+
+    # -- running -------------------------------------------------------------------------
+    def start(self) -> "RayNetwork":
+        """Send the pending bursts to the workers without waiting for quiescence."""
+        self.ledger.run()  # raises InputError for a deletion that matches no insertion
+        pending = self.capture.take()
+        if not pending:
+            return self
+        by_worker: dict[int, list] = {}
+        for dst, data in pending:
+            by_worker.setdefault(self.shards(dst), []).append((dst, data))
+        burst = {w: pack(msgs) for w, msgs in by_worker.items()}
+        self.history.append(burst)
+        if self._needs_replay:
+            return self
+        try:
+            self._inject({w: [p] for w, p in burst.items()})
+        except _WorkerLost:
+            self._needs_replay = True
+        return self
+
+    def run(self) -> "RayNetwork":
+        """Send the pending bursts and wait until the network has quiesced.
+
+        Raises
+        ------
+        InputError
+            If a deletion of a base fact matches no insertion.
+        EvaluationError
+            If a worker failed with an error, or failed more than ``max_recoveries`` times.
+        """
+        t0 = time.perf_counter()
+        self.start()
+        while True:
+            try:
+                if self._needs_replay:
+                    self._replay()
+                self._quiesce()
+                self._finish()
+                break
+            except _WorkerLost:
+                self._recover()
+        self.last_run_seconds = time.perf_counter() - t0
+        self.wall_seconds += self.last_run_seconds
+        return self
+
+    def _recover(self) -> None:
+        self.recoveries += 1
+        if self.recoveries > self.max_recoveries:
+            raise EvaluationError(f"Ray workers failed {self.recoveries} times; giving up")
+        self._needs_replay = True
+        deadline = time.monotonic() + 180
+        for i in range(self.workers):
+            self.pool.wait_alive(i, deadline)
+
+    def _replay(self) -> None:
+        """New epoch on every worker, then the whole history again."""
+        self.epoch = self.pool.next_epoch()
+        self._configure_all()
+        per_worker: dict[int, list[bytes]] = {}
+        for burst in self.history:
+            for w, payload in burst.items():
+                per_worker.setdefault(w, []).append(payload)
+        self._inject(per_worker)
+        self._needs_replay = False
+
+    def _configure_all(self) -> None:
+        actors = self.pool.actors[:self.workers]
+        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.annotation,
+                                   self.shards, actors, self.batch, self.roundtrip)
+                for i, a in enumerate(actors)]
+        try:
+            ray.get(refs)
+        except RayActorError:
+            self._needs_replay = True
+            raise _WorkerLost() from None
+
+    def _inject(self, per_worker: dict[int, list[bytes]]) -> None:
+        actors = self.pool.actors
+        self._get([actors[w].inject.remote(self.epoch, payloads)
+                   for w, payloads in per_worker.items()])
+
+    def _get(self, refs: list) -> list:
+        try:
+            return ray.get(refs)
+        except RayActorError:
+            raise _WorkerLost() from None
+
+    def _call(self, method: str, *args) -> list:
+        """Call ``method(epoch, *args)`` on every worker; results without their epoch."""
+        actors = self.pool.actors[:self.workers]
+        res = self._get([getattr(a, method).remote(self.epoch, *args) for a in actors])
+        if any(r[0] != self.epoch for r in res):
+            raise _WorkerLost()
+        return [r[1:] if len(r) > 2 else r[1] for r in res]
+
+    def _quiesce(self) -> None:
+        """Wait for global quiescence: two equal polls with sent == received, then flush."""
+        prev = None
+        while True:
+            rows = self._call("status")
+            self.polls += 1
+            for i, (_, _, err) in enumerate(rows):
+                if err:
+                    raise EvaluationError(f"Ray worker {i} failed:\n{err.rstrip()}")
+            sent = sum(r[0] for r in rows)
+            received = sum(r[1] for r in rows)
+            now = (sent, received)
+            if sent == received and now == prev:
+                flushed = self._get([a.flush.remote(self.epoch)
+                                     for a in self.pool.actors[:self.workers]])
+                if not any(flushed):
+                    return
+                now = None
+            prev = now
+
+    def _finish(self) -> None:
+        for i, err in enumerate(self._call("finish")):
+            if err:
+                raise EvaluationError(f"Ray worker {i}: {err.rstrip()}")
+
+    def _gather(self, method: str, *args) -> list:
+        """Call a read-only method on every worker, recovering from failures first."""
+        while True:
+            try:
+                return [unpack(b) for b in self._call(method, *args)]
+            except _WorkerLost:
+                self._recover()
+                self.run()
+
+    # -- reading -------------------------------------------------------------------------
+    def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
+        """Result relations, the union over all workers (same keys as
+        :meth:`psn.engine.Network.relations`)."""
+        preds = set(self.program.visible) | self.capture.preds
+        if hidden:
+            preds |= set(self.program.program.predicates)
+        else:
+            preds -= set(self.program.hidden) | set(self.source.hidden)
+        out: dict[str, set[tuple]] = {p: set() for p in preds}
+        for part in self._gather("relations", sorted(preds)):
+            for p, tuples in part.items():
+                out[p].update(tuples)
+        return out
+
+    def multiset(self, pred: str) -> dict[tuple, int]:
+        """``tuple -> number of stored occurrences`` of ``pred`` over all workers."""
+        out: dict[tuple, int] = {}
+        for part in self._gather("multiset", pred):
+            for t, n in part:
+                out[t] = out.get(t, 0) + n
+        return out
+
+    @property
+    def metrics(self) -> dict:
+        """Totals as :attr:`psn.engine.Network.metrics` (``messages_sent``, ``bytes_sent``,
+        ``worker_messages_sent``, ``worker_bytes_sent``, ...) plus ``batches_sent`` (Ray
+        calls between workers), ``recoveries``, ``epoch``, start-up seconds, and the
+        ``nodes`` and ``workers`` breakdowns (``workers[i]``: traffic sent by worker ``i``).
+        After a recovery the counters describe the replayed run."""
+        reports = self._gather("report")
+        totals: dict[str, Any] = {}
+        nodes: dict = {}
+        workers: dict = {}
+        dropped = 0
+        for i, rep in enumerate(reports):
+            for part in ("totals", "traffic"):
+                for k, v in rep[part].items():
+                    totals[k] = totals.get(k, 0) + v
+            nodes.update(rep["nodes"])
+            workers[i] = rep["worker"]
+            dropped += rep["dropped_deletions"]
+        totals["batches_sent"] = sum(w["batches_sent"] for w in workers.values())
+        totals.update(polls=self.polls, wall_seconds=round(self.wall_seconds, 6),
+                      dropped_deletions=dropped, nodes_count=len(nodes),
+                      workers_count=self.workers, recoveries=self.recoveries,
+                      epoch=self.epoch,
+                      ray_startup_seconds=round(self.pool.ray_startup_seconds, 6),
+                      actor_startup_seconds=round(self.pool.actor_startup_seconds, 6))
+        totals["nodes"] = nodes
+        totals["workers"] = workers
+        return totals
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def actors(self) -> list:
+        """The actor handles of the workers, by index (for fault-injection tests)."""
+        return self.pool.actors[:self.workers]
+
+    def close(self) -> None:
+        """Kill the actors if this network created its pool (Ray keeps running)."""
+        if self._own_pool and self.pool.actors:
+            self.pool.close()
+
+    def __enter__(self) -> "RayNetwork":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,26 @@
+"""The PSN engine: pipelined semi-naive evaluation with pluggable annotations.
+
+Role: Nigam et al. 2012 (Algorithm 1, Fig. 2-3) as a library. :class:`Node` holds one node's
+state and queue and runs pick / fire / commit; :func:`prepare` localizes a program and splits
+head aggregates into contribution rules plus an incremental operator; :class:`Network` drives
+nodes over a :class:`psn.transport.Transport` to quiescence and is the public API::
+
+    net = Network(program, {"link": links}, annotation="derivation", delivery="random",
+                  seed=1)
+    net.run()
+    net.delete("link", ("a", "b")).run()
+    net.relations()["reachable"], net.metrics["bytes_sent"]
+
+Deliberately not here: annotation semantics (``provenance``), delivery order and traffic
+(``psn.transport``), the wire format (``psn.wire``), simulators and Ray. The node and the
+compiler import no transport; only :class:`Network` uses the in-memory one as its default.
+"""
+
+from __future__ import annotations
+
+from .network import Network, parse_update
+from .node import Node, PickStage, SendStage, format_fact
+from .program import CENTRAL, EngineProgram, prepare, split_aggregates
+
+__all__ = ["Network", "Node", "prepare", "split_aggregates", "EngineProgram", "CENTRAL",
+           "PickStage", "SendStage", "parse_update", "format_fact"]

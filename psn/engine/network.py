@@ -1,0 +1,388 @@
+"""A network of PSN nodes driven to quiescence over a transport: the Python API.
+
+Role: wire :class:`~psn.engine.node.Node` objects to a :class:`~psn.transport.Transport`
+(in-memory by default), inject bursts of base-fact insertions and deletions (the bursty
+model, Nigam et al. 2012, Sec. 3.1), run until nothing is in flight and no node has work,
+and read relations, per-node state and metrics. Nodes are created on demand, one per
+location value (a single node for a centralized program).
+
+Base facts are kept in a ledger: every insertion gets a sequence number (the annotation
+scheme may turn it into a fresh provenance variable), a deletion cancels one live insertion
+of the same fact (keyed ``materialize`` tables replace the tuple with the same key). A
+deletion may come before its insertion within overlapping bursts; a deletion that no
+insertion ever matches is an :class:`~psn.errors.InputError` naming the fact when
+:meth:`Network.run` starts, never a hang.
+
+Deliberately not here: the PSN iteration itself (``node``), join compilation (``compile``),
+delivery order and traffic accounting (``psn.transport``), virtual time (``sim/``), Ray.
+This module imports the in-memory transport only as the default.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Mapping
+
+from .. import ast as A
+from ..builtins import format_value
+from ..errors import EvaluationError, InputError
+from ..parser import parse, parse_atom
+from ..wire import Codec
+from .node import Node, format_fact
+from .program import CENTRAL, EngineProgram, prepare
+
+__all__ = ["Network", "parse_update"]
+
+
+def parse_update(item) -> tuple[int, str, tuple]:
+    """Normalize one burst item to ``(sign, pred, tuple)``.
+
+    Accepts ``(sign, pred, tuple)`` with sign ``1``/``-1``/``"+"``/``"-"``, or a string
+    ``"+link(@a, b)"`` / ``"-link(@a, b)."`` / ``"link(@a, b)"`` (insertion).
+    """
+    if isinstance(item, str):
+        text = item.strip()
+        sign = 1
+        if text[:1] in "+-":
+            sign = 1 if text[0] == "+" else -1
+            text = text[1:]
+        fact = parse_atom(text)
+        return sign, fact.pred, fact.values
+    try:
+        sign, pred, tup = item
+    except (TypeError, ValueError):
+        raise InputError(f"a burst item must be (sign, predicate, tuple) or a fact string, "
+                         f"got {item!r}") from None
+    if sign in ("+", 1, True):
+        sign = 1
+    elif sign in ("-", -1):
+        sign = -1
+    else:
+        raise InputError(f"sign of a burst item must be '+' or '-', got {sign!r}")
+    if not isinstance(pred, str):
+        raise InputError(f"predicate must be a string, got {pred!r}")
+    if not isinstance(tup, tuple):
+        if isinstance(tup, list):
+            tup = tuple(tup)
+        else:
+            raise InputError(f"fact of '{pred}' must be a tuple, got {tup!r}")
+    return sign, pred, _freeze(tup)
+
+
+def _freeze(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+class Network:
+    """A PSN network running ``program`` (Nigam et al. 2012, Algorithm 1 per node).
+
+    Parameters
+    ----------
+    program:
+        A :class:`~psn.ast.Program` or NDlog text. Distributed programs are localized
+        (``psn.localize``) unless already local; centralized ones run on one node.
+    facts:
+        ``predicate -> iterable of tuples``, inserted (with the program's own facts) as the
+        first burst; call :meth:`run` to evaluate.
+    annotation:
+        Annotation scheme name (``set``, ``derivation``, ...) or object.
+    delivery, seed:
+        Delivery order and seed of the default in-memory transport.
+    batch:
+        Nodes pick all pickable updates per iteration (default) or one.
+    placement:
+        Node to worker (:class:`psn.transport.Placement` or a mapping).
+    transport:
+        A :class:`psn.transport.Transport`; default :class:`~psn.transport.InMemoryTransport`.
+    roundtrip:
+        Decode every message from its wire bytes (proves the wire format in tests).
+    """
+
+    def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
+                 annotation="derivation", delivery: str = "random", seed: int = 0,
+                 batch: bool = True, placement=None, transport=None, roundtrip: bool = False):
+        from provenance import get_scheme
+        if isinstance(program, str):
+            program = parse(program)
+        self.source: A.Program = program
+        self.program: EngineProgram = prepare(program)
+        self.scheme = get_scheme(annotation)
+        if transport is None:
+            from ..transport import InMemoryTransport, Placement
+            if placement is not None and not isinstance(placement, Placement):
+                placement = Placement(placement)
+            transport = InMemoryTransport(delivery, seed, placement=placement,
+                                          roundtrip=roundtrip)
+        self.transport = transport
+        self.codec = Codec(self.scheme)
+        transport.connect(self.codec, self.context_of)
+        self.batch = batch
+        self.nodes: dict[Any, Node] = {}
+        self._shared: dict[Any, Any] = {}
+        self._contexts: dict[Any, Any] = {}
+        self._ledger: dict[tuple, list[int]] = {}
+        self._debts: dict[tuple, int] = {}
+        self._keyed: dict[tuple, tuple] = {}
+        self._arities = dict(program.arities())
+        self._base_preds: set[str] = set()
+        self._seq = 0
+        self._ready: dict[Any, None] = {}
+        self.polls = 0
+        self.wall_seconds = 0.0
+        self.dropped_deletions = 0
+        initial = [(1, f.pred, f.values) for f in program.facts]
+        for pred, rows in (facts or {}).items():
+            if isinstance(rows, (str, bytes)):
+                raise InputError(f"facts for '{pred}' must be an iterable of tuples")
+            initial.extend((1, pred, r) for r in rows)
+        if initial:
+            self.apply(initial)
+
+    # -- nodes and contexts --------------------------------------------------------------
+    def worker_of(self, node_id: Any) -> Any:
+        return self.transport.placement.worker(node_id)
+
+    def context_of(self, node_id: Any) -> Any:
+        """The annotation context of a node (one shared context per worker)."""
+        ctx = self._contexts.get(node_id, _MISSING)
+        if ctx is _MISSING:
+            w = self.worker_of(node_id)
+            if w not in self._shared:
+                self._shared[w] = self.scheme.shared_context()
+            ctx = self._contexts[node_id] = self.scheme.context(node_id, self._shared[w])
+        return ctx
+
+    def node(self, node_id: Any) -> Node:
+        """The node for a location value (created on first use)."""
+        n = self.nodes.get(node_id)
+        if n is None:
+            n = self.nodes[node_id] = Node(node_id, self.program, self.scheme,
+                                           self.context_of(node_id), batch=self.batch)
+        return n
+
+    # -- bursts --------------------------------------------------------------------------
+    def insert(self, pred: str, tup: tuple) -> "Network":
+        """Inject an insertion of a base fact (delivered on the next :meth:`run`)."""
+        return self.apply([(1, pred, tup)])
+
+    def delete(self, pred: str, tup: tuple) -> "Network":
+        """Inject a deletion of a base fact."""
+        return self.apply([(-1, pred, tup)])
+
+    def apply(self, burst: Iterable) -> "Network":
+        """Inject a burst of updates (see :func:`parse_update` for the item forms)."""
+        pending: dict[Any, list] = {}
+        for item in burst:
+            sign, pred, tup = parse_update(item)
+            self._check_arity(pred, tup)
+            for s, t, seq in self._ledger_update(sign, pred, tup):
+                dst = self.program.location(pred, t)
+                ann = self.scheme.base(self.context_of(dst), (pred, t), seq)
+                pending.setdefault(dst, []).append((s, pred, t, ann))
+        for dst, ups in pending.items():
+            self.node(dst)
+            self.transport.send(None, dst, ups)
+        return self
+
+    def _fmt(self, pred: str, tup: tuple) -> str:
+        loc = self.program.loc.get(pred) if self.program.distributed else None
+        return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+
+    def _check_arity(self, pred: str, tup: tuple) -> None:
+        want = self._arities.setdefault(pred, len(tup))
+        if len(tup) != want:
+            raise InputError(f"fact {self._fmt(pred, tup)} has {len(tup)} arguments, but "
+                             f"'{pred}' has arity {want}")
+        if self.program.distributed and not tup:
+            raise InputError(f"fact {pred}() has no location in a distributed program")
+
+    def _ledger_update(self, sign: int, pred: str, tup: tuple) -> list[tuple[int, tuple, int]]:
+        """Base-fact bookkeeping; returns the updates to inject as ``(sign, tuple, seq)``."""
+        fact = (pred, tup)
+        self._base_preds.add(pred)
+        out: list[tuple[int, tuple, int]] = []
+        if sign > 0:
+            table = self.source.table(pred)
+            if table is not None and table.keys:
+                key = (pred, tuple(tup[k - 1] for k in table.keys if k - 1 < len(tup)))
+                old = self._keyed.get(key)
+                if old is not None:
+                    for seq in self._ledger.pop((pred, old), []):
+                        out.append((-1, old, seq))
+                self._keyed[key] = tup
+            self._seq += 1
+            seq = self._seq
+            out.append((1, tup, seq))
+            if self._debts.get(fact):
+                self._debts[fact] -= 1
+                if not self._debts[fact]:
+                    del self._debts[fact]
+                out.append((-1, tup, seq))
+            else:
+                self._ledger.setdefault(fact, []).append(seq)
+            return out
+        live = self._ledger.get(fact)
+        if live:
+            seq = live.pop(0)
+            if not live:
+                del self._ledger[fact]
+                table = self.source.table(pred)
+                if table is not None and table.keys:
+                    key = (pred, tuple(tup[k - 1] for k in table.keys if k - 1 < len(tup)))
+                    if self._keyed.get(key) == tup:
+                        del self._keyed[key]
+            return [(-1, tup, seq)]
+        self._debts[fact] = self._debts.get(fact, 0) + 1
+        return []
+
+    def base_facts(self) -> dict[str, set[tuple]]:
+        """The current base facts (every fact with a live insertion), as sets."""
+        out: dict[str, set[tuple]] = {}
+        for (pred, tup), seqs in self._ledger.items():
+            if seqs:
+                out.setdefault(pred, set()).add(tup)
+        return out
+
+    # -- running -------------------------------------------------------------------------
+    def run(self, max_polls: int | None = None) -> "Network":
+        """Deliver and process updates until quiescence (nothing in flight, no work).
+
+        Raises
+        ------
+        InputError
+            If a deletion of a base fact matches no insertion (names the fact).
+        EvaluationError
+            If ``max_polls`` deliveries did not reach quiescence.
+        """
+        if self._debts:
+            (pred, tup), n = next(iter(self._debts.items()))
+            raise InputError(f"cannot delete {self._fmt(pred, tup)}: it is not a base fact "
+                             f"(no insertion of it is left to delete)")
+        t0 = time.perf_counter()
+        tr, nodes, ready = self.transport, self.nodes, self._ready
+        polls = 0
+        while True:
+            deliveries = tr.poll()
+            if deliveries:
+                polls += 1
+                for dst, upd in deliveries:
+                    n = nodes.get(dst) or self.node(dst)
+                    n.queue.append(upd)
+                    n.metrics.updates_received += 1
+                    ready[dst] = None
+            if ready:
+                for nid in list(ready):
+                    node = nodes[nid]
+                    out = node.step()
+                    if out:
+                        self._send(nid, out)
+                    if not node.has_work():
+                        del ready[nid]
+                if max_polls is not None and polls > max_polls:
+                    raise EvaluationError(f"no quiescence after {max_polls} deliveries")
+                continue
+            if deliveries or tr.in_flight():
+                continue
+            flushed = False
+            for nid, node in list(nodes.items()):
+                out = node.flush()
+                if out:
+                    flushed = True
+                    self._send(nid, out)
+            if not flushed:
+                break
+        self.polls += polls
+        self._check_waiting()
+        self.wall_seconds += time.perf_counter() - t0
+        return self
+
+    def _send(self, src, out: list) -> None:
+        by_dst: dict[Any, list] = {}
+        for dst, upd in out:
+            lst = by_dst.get(dst)
+            if lst is None:
+                by_dst[dst] = [upd]
+            else:
+                lst.append(upd)
+        for dst, ups in by_dst.items():
+            self.transport.send(src, dst, ups)
+
+    def _check_waiting(self) -> None:
+        for node in self.nodes.values():
+            left = node.waiting_updates()
+            if not left:
+                continue
+            if not self.scheme.exact_deletions:
+                self.dropped_deletions += len(left)
+                node.waiting.clear()
+                continue
+            sign, pred, tup, _ = left[0]
+            raise EvaluationError(
+                f"engine invariant violated: {len(left)} deletion(s) at node "
+                f"{format_value(node.id)} never found their occurrence, e.g. "
+                f"{self._fmt(pred, tup)}")
+
+    # -- reading -------------------------------------------------------------------------
+    def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
+        """Result relations: the union over nodes of every present tuple, per predicate.
+
+        Hidden predicates (localizer auxiliaries, aggregate contributions) are left out
+        unless ``hidden``; every visible predicate of the program appears, possibly empty.
+        """
+        preds = set(self.program.visible) | self._base_preds
+        if hidden:
+            preds |= set(self.program.predicates)
+        else:
+            preds -= set(self.program.hidden) | set(self.source.hidden)
+        out: dict[str, set[tuple]] = {p: set() for p in preds}
+        for node in self.nodes.values():
+            for p, table in node.state.items():
+                if p in out and table:
+                    out[p].update(table)
+        return out
+
+    def multiset(self, pred: str) -> dict[tuple, int]:
+        """``tuple -> number of stored occurrences`` of ``pred`` over all nodes."""
+        out: dict[tuple, int] = {}
+        count = self.scheme.count
+        for node in self.nodes.values():
+            for t, s in node.state.get(pred, {}).items():
+                out[t] = out.get(t, 0) + count(s)
+        return out
+
+    def node_state(self, node_id: Any, hidden: bool = True) -> dict[str, dict[tuple, Any]]:
+        """The committed state of one node: ``pred -> {tuple: stored annotation}``."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return {}
+        skip = set() if hidden else set(self.program.hidden)
+        return {p: dict(t) for p, t in node.state.items() if t and p not in skip}
+
+    @property
+    def metrics(self) -> dict:
+        """Totals (``updates_processed``, ``messages_sent``, ``tuples_sent``,
+        ``bytes_sent``, ...) plus ``nodes`` and ``workers`` breakdowns."""
+        traffic = self.transport.metrics
+        per_node: dict[str, dict] = {}
+        totals = dict.fromkeys(("updates_processed", "updates_received", "updates_fired",
+                                "derivations", "steps", "state_tuples",
+                                "state_occurrences"), 0)
+        for nid, node in self.nodes.items():
+            row = node.metrics.as_dict()
+            row["state_tuples"], row["state_occurrences"] = node.size()
+            for k in totals:
+                totals[k] += row[k]
+            row.update(traffic.per_node.get(nid, dict.fromkeys(traffic.FIELDS, 0)))
+            per_node[format_value(nid) if nid != CENTRAL else nid] = row
+        totals.update(traffic.totals)
+        totals.update(polls=self.polls, wall_seconds=round(self.wall_seconds, 6),
+                      dropped_deletions=self.dropped_deletions, nodes_count=len(self.nodes))
+        totals["nodes"] = per_node
+        totals["workers"] = {format_value(w) if not isinstance(w, str) else w: dict(v)
+                             for w, v in traffic.per_worker.items()}
+        return totals
+
+
+_MISSING = object()

@@ -1,0 +1,322 @@
+"""One PSN node: state K, queue U, and the pick / fire / commit iteration.
+
+Role: Nigam et al. 2012, Algorithm 1 and Fig. 2-3, for the facts stored at one node. A node
+receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :meth:`Node.step`,
+
+1. **picks** updates: all pickable ones (default, Nigam end of Sec. 4) or one. The scheme
+   decides pickability (a deletion whose occurrence is not yet present waits, keyed by its
+   fact, and is retried as soon as an insertion of that fact is picked), the new ν value and
+   the delta to fire with (or nothing, when the update is not news);
+2. runs the **pick stages** (hook for aggregate selection, issue 5) on the picked deltas;
+3. **fires** the compiled delta rules of every picked delta (ν reads for atoms before the
+   delta position, committed reads after it, :mod:`psn.engine.compile`);
+4. **commits** the ν values into the state and maintains the join indexes; presence changes
+   of contribution relations go to the aggregate operators, whose result updates are
+   addressed to this node;
+5. runs the **send stages** (hook for MinShip, issue 5) on the outgoing updates, grouped
+   per destination, and returns ``[(destination node, update)]``.
+
+The node is pure and deterministic: the same sequence of ``receive`` and ``step`` calls gives
+the same outputs. It knows nothing about transports, workers, clocks or wire formats.
+
+Deliberately not here: delivery, scheduling, metrics of traffic (``psn.engine.network`` and
+``psn.transport``), annotation semantics (``provenance``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from ..errors import EvaluationError
+from ..builtins import format_value
+from .aggregate import AggregateOperator
+from .compile import compile_delta_rules
+from .program import CENTRAL, EngineProgram
+
+__all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact"]
+
+#: ``(sign, predicate, tuple, annotation)`` with sign ``1`` (insertion) or ``-1`` (deletion).
+Update = tuple
+
+
+def format_fact(pred: str, tup: tuple, loc: int | None = None) -> str:
+    """``link(@a, b)`` (with ``@`` before argument ``loc`` if given)."""
+    args = [("@" if i == loc else "") + format_value(v) for i, v in enumerate(tup)]
+    return f"{pred}(" + ", ".join(args) + ")"
+
+
+class PickStage(Protocol):
+    """Between pick and fire (receiving side of aggregate selection, issue 5)."""
+
+    def picked(self, node: "Node", picked: list) -> list:
+        """Filter/transform ``[(sign, pred, tuple, delta)]`` before firing."""
+
+
+class SendStage(Protocol):
+    """Between fire and send, per destination (MinShip, sending-side AggSel; issue 5)."""
+
+    def send(self, node: "Node", out: list) -> list:
+        """Transform ``[(destination, update)]`` produced by one step."""
+
+    def flush(self, node: "Node") -> list:
+        """End of stream: return buffered ``[(destination, update)]``."""
+
+
+class NodeMetrics:
+    """Counters of one node (engine side; traffic is counted by the transport)."""
+
+    __slots__ = ("updates_received", "updates_processed", "updates_fired", "derivations",
+                 "steps")
+
+    def __init__(self):
+        self.updates_received = 0
+        self.updates_processed = 0
+        self.updates_fired = 0
+        self.derivations = 0
+        self.steps = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class Node:
+    """The state and queue of one node, with the PSN iteration.
+
+    Parameters
+    ----------
+    node_id:
+        The location value this node stands for.
+    program:
+        From :func:`psn.engine.program.prepare`.
+    scheme:
+        An :class:`~provenance.base.AnnotationScheme`.
+    ctx:
+        The scheme's context for this node (``scheme.context(node_id, shared)``).
+    batch:
+        Pick all pickable updates per step (default) or one.
+    """
+
+    central = CENTRAL
+
+    def __init__(self, node_id: Any, program: EngineProgram, scheme, ctx=None, *,
+                 batch: bool = True):
+        self.id = node_id
+        self.program = program
+        self.scheme = scheme
+        self.ctx = ctx
+        self.batch = batch
+        self.state: dict[str, dict[tuple, Any]] = {}
+        self.nu: dict[str, dict[tuple, Any]] = {}
+        self._index_specs: dict[str, list[tuple[tuple[int, ...], dict]]] = {}
+        self._indexes: dict[tuple[str, tuple[int, ...]], dict] = {}
+        self._nu_cache: dict = {}
+        self._touched: list[str] = []
+        self.queue: list[Update] = []
+        self.waiting: dict[tuple, list[Update]] = {}
+        self.metrics = NodeMetrics()
+        self.pick_stages: list[PickStage] = []
+        self.send_stages: list[SendStage] = []
+        for pred in program.predicates:
+            self.table(pred)
+        self.aggregates = {pred: AggregateOperator(spec)
+                           for pred, spec in program.aggregates.items()}
+        self.fire_table = compile_delta_rules(self, program.rules, program)
+
+    # -- structures the compiled plans bind to -------------------------------------------
+    def table(self, pred: str) -> dict:
+        """The committed tuples of ``pred`` (``tuple -> stored value``), created on demand."""
+        t = self.state.get(pred)
+        if t is None:
+            t = self.state[pred] = {}
+            self.nu[pred] = {}
+        return t
+
+    def nu_table(self, pred: str) -> dict:
+        """The batch's ν overlay of ``pred`` (``tuple -> stored value or None``)."""
+        self.table(pred)
+        return self.nu[pred]
+
+    def index(self, pred: str, positions: tuple[int, ...]) -> dict:
+        """The committed hash index of ``pred`` on ``positions`` (``key -> {tuple: None}``)."""
+        key = (pred, positions)
+        idx = self._indexes.get(key)
+        if idx is None:
+            idx = self._indexes[key] = {}
+            self._index_specs.setdefault(pred, []).append((positions, idx))
+            for t in self.table(pred):
+                k = tuple(t[p] for p in positions)
+                idx.setdefault(k, {})[t] = None
+        return idx
+
+    def nu_new_lookup(self, pred: str, spec) -> Callable:
+        """Lookup of tuples present in ν but not committed (inserted in this batch)."""
+        state_p, over = self.table(pred), self.nu_table(pred)
+        cache = self._nu_cache
+        if spec == "scan":
+            def scan(env, key_fn):
+                return [t for t, s in over.items() if s is not None and t not in state_p]
+            return scan
+        if spec == "full":
+            def full(env, key_fn):
+                k = key_fn(env)
+                return (k,) if over.get(k) is not None and k not in state_p else ()
+            return full
+        positions = spec
+        ck = (pred, positions)
+
+        def lookup(env, key_fn):
+            idx = cache.get(ck)
+            if idx is None:
+                idx = cache[ck] = {}
+                for t, s in over.items():
+                    if s is not None and t not in state_p:
+                        idx.setdefault(tuple(t[p] for p in positions), []).append(t)
+            return idx.get(key_fn(env), ())
+        return lookup
+
+    # -- queue ---------------------------------------------------------------------------
+    def receive(self, update: Update) -> None:
+        """Put an update into the queue U."""
+        self.queue.append(update)
+        self.metrics.updates_received += 1
+
+    def has_work(self) -> bool:
+        """True if the queue holds updates not yet examined (waiting deletions do not
+        count: they become pickable only when an insertion of their fact is picked)."""
+        return bool(self.queue)
+
+    # -- one iteration -------------------------------------------------------------------
+    def step(self) -> list[tuple[Any, Update]]:
+        """One PSN iteration (pick, fire, commit); returns ``[(destination, update)]``."""
+        self.metrics.steps += 1
+        picked: list = []
+        if self.batch:
+            queue, self.queue = self.queue, []
+            for upd in queue:
+                self._pick(upd, picked, True)
+        else:
+            while self.queue and not self._touched:
+                self._pick(self.queue.pop(0), picked, False)
+        for stage in self.pick_stages:
+            picked = stage.picked(self, picked)
+        out: list = []
+        fire_table = self.fire_table
+        for sign, pred, tup, delta in picked:
+            fns = fire_table.get(pred)
+            if fns:
+                self.metrics.updates_fired += 1
+                for fire in fns:
+                    fire(sign, tup, delta, out)
+        self.metrics.derivations += len(out)
+        changes = self._commit()
+        if changes:
+            self._aggregate(changes, out)
+        for stage in self.send_stages:
+            out = stage.send(self, out)
+        if self.scheme.idempotent and len(out) > 1:
+            out = list(dict.fromkeys(out))
+        return out
+
+    def flush(self) -> list[tuple[Any, Update]]:
+        """End of stream: ask every send stage for what it buffered."""
+        out: list = []
+        for stage in self.send_stages:
+            out.extend(stage.flush(self))
+        return out
+
+    def _pick(self, upd: Update, picked: list, batch: bool) -> None:
+        sign, pred, tup, ann = upd
+        over = self.nu.get(pred)
+        if over is None:
+            self.table(pred)
+            over = self.nu[pred]
+        if tup in over:
+            stored, owned = over[tup], True
+        else:
+            stored, owned = self.state[pred].get(tup), False
+        fact = (pred, tup)
+        res = self.scheme.pick(self.ctx, fact, stored, sign, ann, owned)
+        if res is None:
+            self.waiting.setdefault(fact, []).append(upd)
+            return
+        new, delta = res
+        if not over:
+            self._touched.append(pred)
+        over[tup] = new
+        self.metrics.updates_processed += 1
+        if delta is not _NO_FIRE:
+            picked.append((sign, pred, tup, delta))
+        if sign > 0 and fact in self.waiting:
+            retry = self.waiting.pop(fact)
+            if batch:
+                for w in retry:
+                    self._pick(w, picked, True)
+            else:
+                self.queue[:0] = retry
+
+    def _commit(self) -> list[tuple[str, tuple, bool]]:
+        changes = []
+        aggs = self.aggregates
+        for pred in self._touched:
+            over = self.nu[pred]
+            state_p = self.state[pred]
+            specs = self._index_specs.get(pred, ())
+            for t, s in over.items():
+                was = t in state_p
+                if s is None:
+                    if was:
+                        del state_p[t]
+                        for positions, idx in specs:
+                            k = tuple(t[p] for p in positions)
+                            bucket = idx[k]
+                            del bucket[t]
+                            if not bucket:
+                                del idx[k]
+                        if pred in aggs:
+                            changes.append((pred, t, False))
+                else:
+                    state_p[t] = s
+                    if not was:
+                        for positions, idx in specs:
+                            k = tuple(t[p] for p in positions)
+                            b = idx.get(k)
+                            if b is None:
+                                idx[k] = {t: None}
+                            else:
+                                b[t] = None
+                        if pred in aggs:
+                            changes.append((pred, t, True))
+            over.clear()
+        self._touched.clear()
+        self._nu_cache.clear()
+        return changes
+
+    def _aggregate(self, changes, out: list) -> None:
+        by_pred: dict[str, list] = {}
+        for pred, t, present in changes:
+            by_pred.setdefault(pred, []).append((t, present))
+        for pred, ch in by_pred.items():
+            op = self.aggregates[pred]
+            hpred = op.spec.head_pred
+            for sign, row in op.apply(ch):
+                fact = (hpred, row)
+                ann = self.scheme.aggregate(self.ctx, fact)
+                out.append((self.program.location(hpred, row), (sign, hpred, row, ann)))
+
+    # -- reading -------------------------------------------------------------------------
+    def relation(self, pred: str) -> dict[tuple, Any]:
+        """Committed tuples of ``pred`` with their stored annotations."""
+        return dict(self.state.get(pred, {}))
+
+    def waiting_updates(self) -> list[Update]:
+        return [u for us in self.waiting.values() for u in us]
+
+    def size(self) -> tuple[int, int]:
+        """(stored tuples, stored occurrences) over all relations."""
+        count = self.scheme.count
+        tuples = sum(len(t) for t in self.state.values())
+        occ = sum(count(s) for t in self.state.values() for s in t.values())
+        return tuples, occ
+
+
+from provenance.base import NO_FIRE as _NO_FIRE  # noqa: E402  (after class for clarity)

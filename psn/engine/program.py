@@ -1,0 +1,211 @@
+"""Prepare a program for the engine: localize, rewrite head aggregates, find locations.
+
+Role: the one step between the language front-end and the engine. A distributed program is
+localized first (``psn.localize``, RUNTIME.md Sec. 1) unless every rule body already lives at
+one location; then each aggregate rule is split into a *contribution* rule and an aggregate
+operator (RUNTIME.md Sec. 4), so that the engine's delta rules only ever see plain heads.
+
+Aggregate rewrite (named pass ``split_aggregates``)::
+
+    before:  a1 stats(C, min<G>, count<S>) :- grade(S, C, G).
+    after:   a1 __agg_a1(C, S, C, G) :- grade(S, C, G).       (hidden)
+             + operator: group __agg_a1 by its first argument, min over G, count over
+               the distinct body assignments (S, C, G), emit stats(C, m, n) at the
+               group's node
+
+The contribution tuple holds the head's group-by terms followed by the values of every body
+variable (in body order), so aggregates range over distinct body assignments exactly as in
+:mod:`psn.reference`. It is located at the head's location, so the operator runs at the node
+that stores the aggregate result.
+
+Deliberately not here: evaluation, routing, annotations (``psn.engine.node``); the localizer
+itself (``localize/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import ast as A
+from ..errors import LocalizationError
+
+__all__ = ["EngineProgram", "AggregateSpec", "prepare", "split_aggregates", "is_local",
+           "CENTRAL", "AGG_PREFIX"]
+
+#: The single node of a centralized program (no ``@`` anywhere).
+CENTRAL = "<central>"
+
+#: Prefix of contribution predicates (not a valid NDlog name, so never user-visible).
+AGG_PREFIX = "__agg_"
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """How to turn a contribution relation into aggregate result tuples.
+
+    ``group_pos[k]`` is the head position of the k-th group-by value (contribution position
+    k); ``aggs`` lists ``(head position, func, index into the contribution tuple or None for
+    count<*>)``.
+    """
+
+    rule: str
+    head_pred: str
+    head_arity: int
+    group_len: int
+    group_pos: tuple[int, ...]
+    aggs: tuple[tuple[int, str, int | None], ...]
+    span: object = None
+
+
+@dataclass
+class EngineProgram:
+    """A program ready for the engine.
+
+    Attributes
+    ----------
+    source:
+        The program as given.
+    program:
+        Localized, with aggregate rules replaced by contribution rules.
+    rules:
+        ``program.rules`` (the rules the engine compiles into delta rules).
+    aggregates:
+        Contribution predicate -> :class:`AggregateSpec`.
+    loc:
+        Predicate -> index of its location argument (``None`` when centralized).
+    hidden:
+        Predicates left out of results by default (localizer auxiliaries, contributions).
+    """
+
+    source: A.Program
+    program: A.Program
+    rules: tuple[A.Rule, ...]
+    aggregates: dict[str, AggregateSpec]
+    loc: dict[str, int | None]
+    hidden: frozenset[str]
+    distributed: bool
+    visible: frozenset[str] = field(default_factory=frozenset)
+    #: every predicate of ``program`` (computed once)
+    predicates: frozenset[str] = field(default_factory=frozenset)
+    #: compiled, node-independent pieces of join plans (filled by psn.engine.compile)
+    plan_cache: dict = field(default_factory=dict, repr=False)
+
+    def location(self, pred: str, tup: tuple):
+        """The node that stores ``pred(tup)``."""
+        if not self.distributed:
+            return CENTRAL
+        i = self.loc.get(pred)
+        if i is None:
+            i = 0
+        return tup[i] if tup else CENTRAL
+
+
+def is_local(rule: A.Rule) -> bool:
+    """True if every body atom of ``rule`` has the same location term."""
+    locs = {a.loc_term for a in rule.body_atoms}
+    return len(locs) <= 1
+
+
+def _localize(program: A.Program) -> A.Program:
+    bad = [r for r in program.rules if not is_local(r)]
+    if not bad:
+        return program
+    try:
+        from localize import localize as _loc
+    except ImportError:
+        _loc = None
+    if _loc is None:
+        r = bad[0]
+        raise LocalizationError(
+            f"rule {r.name} has body atoms at several locations and the localizer "
+            f"(psn.localize) is not available", r.span, program.source)
+    out = _loc(program)
+    still = [r for r in out.rules if not is_local(r)]
+    if still:  # pragma: no cover - a localizer bug
+        raise LocalizationError(f"localized rule {still[0].name} is not local", still[0].span)
+    return out
+
+
+def _body_var_names(rule: A.Rule) -> tuple[str, ...]:
+    names: list[str] = []
+    for lit in rule.body:
+        for v in A.literal_vars(lit):
+            if v.name not in names:
+                names.append(v.name)
+    return tuple(names)
+
+
+def split_aggregates(program: A.Program) -> tuple[A.Program, dict[str, AggregateSpec]]:
+    """Replace every aggregate rule by a contribution rule (see the module docstring).
+
+    Returns the rewritten program (contribution predicates added to ``hidden``) and the
+    operator specs by contribution predicate. Implements the incremental group-by of
+    RUNTIME.md Sec. 4 together with :class:`psn.engine.aggregate.AggregateOperator`.
+    """
+    rules = []
+    specs: dict[str, AggregateSpec] = {}
+    for r in program.rules:
+        if not r.is_aggregate:
+            rules.append(r)
+            continue
+        names = _body_var_names(r)
+        group = [(i, t) for i, t in enumerate(r.head.args) if not isinstance(t, A.Aggregate)]
+        pred = AGG_PREFIX + r.name
+        args = tuple(t for _, t in group) + tuple(A.Var(n) for n in names)
+        loc = None
+        if r.head.loc is not None:
+            loc = [i for i, _ in group].index(r.head.loc)
+        head = A.Atom(pred, args, loc, r.head.span)
+        rules.append(A.Rule(r.name, head, r.body, r.named, r.span))
+        aggs = []
+        for i, agg in r.head.aggregates:
+            idx = None if agg.var is None else len(group) + names.index(agg.var.name)
+            aggs.append((i, agg.func, idx))
+        specs[pred] = AggregateSpec(r.name, r.head.pred, r.head.arity, len(group),
+                                    tuple(i for i, _ in group), tuple(aggs), r.span)
+    hidden = program.hidden | frozenset(specs)
+    return program.with_(rules=tuple(rules), hidden=hidden), specs
+
+
+def _locations(program: A.Program) -> dict[str, int | None]:
+    loc: dict[str, int | None] = {}
+    for atom in program.atoms():
+        if atom.pred not in loc or loc[atom.pred] is None:
+            loc[atom.pred] = atom.loc
+    return loc
+
+
+_PREPARED: dict = {}
+
+
+def prepare(program: A.Program) -> EngineProgram:
+    """Localize (if needed) and split aggregates; see the module docstring.
+
+    The result is memoized per program (the last 32 programs), so that many networks on one
+    program share its localization and compiled join plans.
+
+    Raises
+    ------
+    LocalizationError
+        If a rule cannot be localized.
+    """
+    try:
+        hit = _PREPARED.get(program)
+    except TypeError:  # pragma: no cover - unhashable values in a hand-built AST
+        return _prepare(program)
+    if hit is None:
+        hit = _prepare(program)
+        if len(_PREPARED) >= 32:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[program] = hit
+    return hit
+
+
+def _prepare(program: A.Program) -> EngineProgram:
+    distributed = program.distributed
+    local = _localize(program) if distributed else program
+    rewritten, specs = split_aggregates(local)
+    loc = _locations(rewritten)
+    visible = frozenset(p for p in local.predicates if p not in local.hidden)
+    return EngineProgram(program, rewritten, rewritten.rules, specs, loc, rewritten.hidden,
+                         distributed, visible, rewritten.predicates)

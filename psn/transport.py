@@ -1,0 +1,308 @@
+"""Transports and clocks: how updates travel between nodes, and what that costs.
+
+Role: the interfaces the PSN engine's driver (:class:`psn.engine.Network`) talks to, and the
+in-memory defaults. A :class:`Transport` accepts the updates a node produced
+(:meth:`Transport.send`), holds them in flight, and hands them out in the order its delivery
+policy chooses (:meth:`Transport.poll`); it measures traffic in messages, tuples and msgpack
+bytes (:mod:`psn.wire`), per node and per *worker* (a process hosting many nodes,
+RUNTIME.md vocabulary). A :class:`Placement` says which node lives on which worker; a message
+between two nodes of one worker costs no network traffic (counted separately), a message from
+a node to itself costs nothing. A :class:`Clock` tells the time the transport lives in: a
+logical counter here, virtual seconds in the simulator (issue 6).
+
+Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, Nigam Sec. 3.1):
+
+``fifo``
+    per channel (source, destination) in send order; each poll delivers a random prefix of
+    a random subset of channels (seeded), so channels interleave differently per seed.
+``random``
+    any in-flight update may overtake any other, across bursts too: each poll delivers a
+    seeded random sample of the in-flight updates in random order.
+``adversarial``
+    one update per poll: the newest in-flight deletion if there is one (so deletions arrive
+    before the insertions they follow whenever possible), else the newest insertion.
+
+Deliberately not here: the PSN iteration (``psn.engine``), virtual time and latencies
+(``sim/``), Ray actors (issue 7). Those implement the same two protocols.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+
+from .errors import InputError
+from .wire import Codec
+
+__all__ = ["Clock", "LogicalClock", "Transport", "Placement", "TrafficMetrics",
+           "InMemoryTransport", "DELIVERY_ORDERS"]
+
+DELIVERY_ORDERS = ("fifo", "random", "adversarial")
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """The time a transport lives in (logical steps, or virtual seconds in the simulator)."""
+
+    def now(self) -> float:
+        """Current time."""
+
+
+class LogicalClock:
+    """A counter advanced by one per :meth:`InMemoryTransport.poll`."""
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def now(self) -> float:
+        return self.t
+
+    def tick(self, n: int = 1) -> None:
+        self.t += n
+
+
+class Placement:
+    """Which worker hosts which node.
+
+    Parameters
+    ----------
+    mapping:
+        ``node -> worker`` (a dict), or a callable ``node -> worker``. Nodes not in a dict
+        get ``default``.
+    default:
+        ``"node"`` (each node is its own worker: every inter-node message is network
+        traffic, the default), or a worker id shared by all unmapped nodes.
+
+    Examples
+    --------
+    >>> Placement.round_robin(["a", "b", "c"], 2).worker("c")
+    0
+    """
+
+    def __init__(self, mapping: Mapping | Callable | None = None, default: Any = "node"):
+        self._map = mapping
+        self._default = default
+
+    def worker(self, node: Any) -> Any:
+        m = self._map
+        if callable(m):
+            return m(node)
+        if m is not None and node in m:
+            return m[node]
+        return node if self._default == "node" else self._default
+
+    @classmethod
+    def single(cls) -> "Placement":
+        """Every node on worker 0 (one process)."""
+        return cls(None, 0)
+
+    @classmethod
+    def round_robin(cls, nodes: Iterable, workers: int) -> "Placement":
+        """Nodes (in the given order) dealt to ``workers`` workers."""
+        return cls({n: i % workers for i, n in enumerate(nodes)}, 0)
+
+
+class TrafficMetrics:
+    """Traffic counters: totals, per sending node and per sending worker.
+
+    Totals: ``messages_sent`` (one message = the updates one node step sends to one other
+    node), ``tuples_sent``, ``bytes_sent`` (msgpack size of those messages),
+    ``annotation_bytes`` (serialized annotations inside them), ``worker_messages_sent`` and
+    ``worker_bytes_sent`` (the part that crosses workers), ``local_tuples`` (updates a node
+    sends to itself: free).
+    """
+
+    FIELDS = ("messages_sent", "tuples_sent", "bytes_sent", "annotation_bytes",
+              "worker_messages_sent", "worker_bytes_sent", "local_tuples")
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(self.FIELDS, 0)
+        self.per_node: dict[Any, dict[str, int]] = {}
+        self.per_worker: dict[Any, dict[str, int]] = {}
+
+    def _add(self, table: dict, key, field: str, n: int) -> None:
+        row = table.get(key)
+        if row is None:
+            row = table[key] = dict.fromkeys(self.FIELDS, 0)
+        row[field] += n
+
+    def count(self, node, worker, field: str, n: int) -> None:
+        self.totals[field] += n
+        self._add(self.per_node, node, field, n)
+        self._add(self.per_worker, worker, field, n)
+
+    def message(self, node, worker, tuples: int, size: int, ann_bytes: int,
+                crosses_workers: bool) -> None:
+        """Count one message of ``tuples`` updates and ``size`` bytes from ``node``."""
+        fields = [("messages_sent", 1), ("tuples_sent", tuples), ("bytes_sent", size),
+                  ("annotation_bytes", ann_bytes)]
+        if crosses_workers:
+            fields += [("worker_messages_sent", 1), ("worker_bytes_sent", size)]
+        totals = self.totals
+        rn = self.per_node.get(node)
+        if rn is None:
+            rn = self.per_node[node] = dict.fromkeys(self.FIELDS, 0)
+        rw = self.per_worker.get(worker)
+        if rw is None:
+            rw = self.per_worker[worker] = dict.fromkeys(self.FIELDS, 0)
+        for f, n in fields:
+            totals[f] += n
+            rn[f] += n
+            rw[f] += n
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What the engine's driver needs from a transport."""
+
+    clock: Clock
+    placement: Placement
+    metrics: TrafficMetrics
+
+    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
+        """Give the transport the wire codec and ``node -> annotation context``."""
+
+    def send(self, src: Any, dst: Any, updates: list) -> None:
+        """Accept updates from node ``src`` (``None``: injected by the environment)."""
+
+    def poll(self) -> list[tuple[Any, tuple]]:
+        """Next deliveries ``[(destination, update)]``; empty when nothing is in flight."""
+
+    def in_flight(self) -> int:
+        """Number of updates sent and not yet delivered."""
+
+
+class InMemoryTransport:
+    """In-process transport with a chosen delivery order (see the module docstring).
+
+    Parameters
+    ----------
+    delivery:
+        ``fifo``, ``random`` or ``adversarial``.
+    seed:
+        Seeds the delivery order (``random.Random(seed)``).
+    placement:
+        Node to worker (default: one worker per node).
+    clock:
+        Default :class:`LogicalClock`.
+    roundtrip:
+        Decode every message from its msgpack bytes in the receiver's context (always done
+        across workers for schemes whose annotations are bound to a context).
+    chunk:
+        ``"random"`` (default) or ``"all"``: with ``fifo``, deliver every channel completely
+        on each poll (synchronous rounds; fastest).
+    """
+
+    def __init__(self, delivery: str = "fifo", seed: int = 0, *,
+                 placement: Placement | None = None, clock: Clock | None = None,
+                 roundtrip: bool = False, chunk: str = "random"):
+        if delivery not in DELIVERY_ORDERS:
+            raise InputError(f"unknown delivery order '{delivery}'; choose one of "
+                             f"{', '.join(DELIVERY_ORDERS)}")
+        if chunk not in ("random", "all"):
+            raise InputError(f"unknown chunk policy '{chunk}'; choose random or all")
+        self.delivery = delivery
+        self.rng = random.Random(seed)
+        self.placement = placement or Placement()
+        self.clock = clock or LogicalClock()
+        self.metrics = TrafficMetrics()
+        self.roundtrip = roundtrip
+        self.chunk = chunk
+        self.codec: Codec | None = None
+        self._context_of: Callable[[Any], Any] = lambda node: None
+        self._channels: dict[tuple, deque] = {}
+        self._pool: list[tuple[Any, tuple]] = []
+        self._dels: list[tuple[Any, tuple]] = []
+        self._ins: list[tuple[Any, tuple]] = []
+        self._count = 0
+
+    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
+        self.codec = codec
+        self._context_of = context_of
+
+    # -- sending -------------------------------------------------------------------------
+    def send(self, src: Any, dst: Any, updates: list) -> None:
+        if not updates:
+            return
+        codec = self.codec
+        if src is None or src == dst:
+            if src is not None:
+                self.metrics.count(src, self.placement.worker(src), "local_tuples",
+                                   len(updates))
+            self._enqueue(src, dst, updates)
+            return
+        wsrc, wdst = self.placement.worker(src), self.placement.worker(dst)
+        m = self.metrics
+        data = None
+        if codec is not None:
+            ctx = self._context_of(src)
+            data = codec.encode(updates, ctx)
+            size = len(data)
+            ann_bytes = (sum(codec.annotation_size(u[3], ctx) for u in updates)
+                         if codec.scheme.ships_annotations else 0)
+        else:
+            size = ann_bytes = 0
+        m.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
+        if data is not None and (self.roundtrip or
+                                 (wsrc != wdst and codec.scheme.context_bound)):
+            updates = codec.decode(data, self._context_of(dst))
+        self._enqueue(src, dst, updates)
+
+    def _enqueue(self, src, dst, updates: list) -> None:
+        self._count += len(updates)
+        if self.delivery == "fifo":
+            ch = self._channels.get((src, dst))
+            if ch is None:
+                ch = self._channels[(src, dst)] = deque()
+            ch.extend(updates)
+        elif self.delivery == "random":
+            self._pool.extend((dst, u) for u in updates)
+        else:
+            for u in updates:
+                (self._dels if u[0] < 0 else self._ins).append((dst, u))
+
+    # -- delivering ----------------------------------------------------------------------
+    def in_flight(self) -> int:
+        return self._count
+
+    def poll(self) -> list[tuple[Any, tuple]]:
+        if not self._count:
+            return []
+        if isinstance(self.clock, LogicalClock):
+            self.clock.tick()
+        if self.delivery == "fifo":
+            out = self._poll_fifo()
+        elif self.delivery == "random":
+            out = self._poll_random()
+        else:
+            out = [self._dels.pop() if self._dels else self._ins.pop()]
+        self._count -= len(out)
+        return out
+
+    def _poll_fifo(self) -> list:
+        out: list = []
+        rng = self.rng
+        chans = [(k, q) for k, q in self._channels.items() if q]
+        everything = self.chunk == "all"
+        for i, (key, q) in enumerate(chans):
+            if not everything and rng.random() < 0.5 and (out or i < len(chans) - 1):
+                continue
+            n = len(q) if everything else rng.randint(1, len(q))
+            dst = key[1]
+            for _ in range(n):
+                out.append((dst, q.popleft()))
+        for key in [k for k, q in self._channels.items() if not q]:
+            del self._channels[key]
+        return out
+
+    def _poll_random(self) -> list:
+        pool, rng = self._pool, self.rng
+        n = len(pool)
+        k = 1 + int((n - 1) * rng.random() ** 2)
+        out = []
+        for _ in range(k):
+            i = rng.randrange(len(pool))
+            pool[i], pool[-1] = pool[-1], pool[i]
+            out.append(pool.pop())
+        return out

@@ -1,0 +1,90 @@
+"""The wire format of updates: msgpack, no pickle.
+
+Role: encode a batch of updates ``(sign, pred, tuple, annotation)`` to bytes and back, so that
+every transport measures ``bytes_sent`` the same way (the encoded size) and annotations cross
+node and worker boundaries in the scheme's serialized form (``scheme.serialize`` /
+``scheme.deserialize``, built in the receiver's context).
+
+Layout: a msgpack array of updates; each update is ``[sign, pred, tuple]`` or
+``[sign, pred, tuple, annotation]`` when the scheme ships one. NDlog values are ints, floats
+(``infinity`` included), strings and tuples (NDlog lists); arrays decode as tuples
+(``use_list=False``), so a list value comes back as the same tuple.
+
+Deliberately not here: batching policy, compression, framing (the transports).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import msgpack
+
+from .errors import InputError
+
+__all__ = ["encode_updates", "decode_updates", "encoded_size", "Codec"]
+
+
+def _pack_default(obj):
+    if isinstance(obj, (frozenset, set)):
+        return list(obj)
+    raise TypeError(f"cannot encode {type(obj).__name__} on the wire")
+
+
+def encode_updates(updates: Iterable[tuple], scheme=None, ctx=None) -> bytes:
+    """Encode ``[(sign, pred, tuple, annotation)]`` as msgpack bytes.
+
+    Parameters
+    ----------
+    scheme, ctx:
+        The annotation scheme and the *sender's* context, for ``scheme.serialize``; without a
+        scheme annotations are left out.
+    """
+    rows = []
+    ser = scheme.serialize if scheme is not None else None
+    for sign, pred, tup, ann in updates:
+        data = ser(ctx, ann) if ser is not None else None
+        rows.append((sign, pred, tup) if data is None else (sign, pred, tup, data))
+    try:
+        return msgpack.packb(rows, use_bin_type=True, default=_pack_default)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(f"value cannot be sent on the wire: {exc}") from None
+
+
+def decode_updates(data: bytes, scheme=None, ctx=None) -> list[tuple]:
+    """Inverse of :func:`encode_updates`, building annotations in the *receiver's* ``ctx``
+    (a missing annotation decodes as ``scheme.deserialize(ctx, None)``)."""
+    rows = msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
+    out = []
+    de = scheme.deserialize if scheme is not None else None
+    for row in rows:
+        sign, pred, tup = row[0], row[1], row[2]
+        raw = row[3] if len(row) > 3 else None
+        ann = de(ctx, raw) if de is not None else raw
+        out.append((sign, pred, tup, ann))
+    return out
+
+
+def encoded_size(updates: Iterable[tuple], scheme=None, ctx=None) -> int:
+    """``len(encode_updates(...))``: what ``bytes_sent`` counts."""
+    return len(encode_updates(updates, scheme, ctx))
+
+
+class Codec:
+    """An annotation scheme bound to the wire format (what transports are handed)."""
+
+    def __init__(self, scheme):
+        self.scheme = scheme
+
+    def encode(self, updates: Iterable[tuple], ctx: Any = None) -> bytes:
+        return encode_updates(updates, self.scheme, ctx)
+
+    def decode(self, data: bytes, ctx: Any = None) -> list[tuple]:
+        return decode_updates(data, self.scheme, ctx)
+
+    def annotation_size(self, ann, ctx: Any = None) -> int:
+        """Bytes of one annotation in msgpack (per-tuple provenance size)."""
+        if not self.scheme.ships_annotations:
+            return 0
+        data = self.scheme.serialize(ctx, ann)
+        return 0 if data is None else len(msgpack.packb(data, use_bin_type=True,
+                                                        default=_pack_default))

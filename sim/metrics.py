@@ -1,0 +1,220 @@
+"""Metrics of a simulated run, as in Liu et al. Sec. 7.1, per node and per worker.
+
+Role: count what the network carries and what the engine stores, and write it out.
+
+- communication: messages, updates and bytes (as serialized on the wire) sent and received
+  between workers; messages between two nodes of one worker are counted apart (``local_*``)
+  and cost no traffic (RUNTIME.md "Vocabulary");
+- updates processed (pick/fire/commit, Nigam Sec. 3) and batches per node and worker;
+- per-tuple provenance bytes and operator state bytes, from the engine's own measurement of
+  its stored state at the end of each step (Liu Sec. 7.1 "per-tuple provenance overhead",
+  "per-node states of operators");
+- convergence time per step in simulated seconds (from the injection of the burst to the last
+  batch processed, Liu's "until every node has finished") and in wall-clock seconds.
+
+:class:`Counters` is the live tally the network updates; :class:`StepResult` is one step's
+figures; :func:`write_json` and :func:`write_csv` write a run.
+
+Deliberately not here: measuring the engine's state (the engine host reports it) and timing
+anything in tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Hashable, Iterable
+
+from psn.errors import InputError
+
+__all__ = ["Counters", "Tally", "StepResult", "write_json", "write_csv", "write_metrics",
+           "TALLY_FIELDS", "STATE_FIELDS"]
+
+#: traffic/processing fields of a :class:`Tally`
+TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates_recv",
+                "bytes_recv", "local_msgs", "local_updates", "local_bytes", "processed",
+                "batches")
+
+#: state fields reported by the engine host per node (see ``sim.engine_host``)
+STATE_FIELDS = ("tuples", "provenance_bytes", "state_bytes")
+
+
+class Tally:
+    """Counters of one node or one worker (see :data:`TALLY_FIELDS`)."""
+
+    __slots__ = TALLY_FIELDS
+
+    def __init__(self):
+        for f in TALLY_FIELDS:
+            setattr(self, f, 0)
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in TALLY_FIELDS}
+
+    def minus(self, other: "Tally | None") -> dict:
+        if other is None:
+            return self.as_dict()
+        return {f: getattr(self, f) - getattr(other, f) for f in TALLY_FIELDS}
+
+    def copy(self) -> "Tally":
+        t = Tally()
+        for f in TALLY_FIELDS:
+            setattr(t, f, getattr(self, f))
+        return t
+
+
+class Counters:
+    """Live traffic and processing tallies, per node and per worker, plus totals."""
+
+    def __init__(self):
+        self.nodes: dict[Hashable, Tally] = {}
+        self.workers: dict[Hashable, Tally] = {}
+        self.total = Tally()
+        self.injected = 0
+
+    def _get(self, table: dict, key) -> Tally:
+        t = table.get(key)
+        if t is None:
+            t = table[key] = Tally()
+        return t
+
+    def record_send(self, src, dst, wsrc, wdst, updates: int, nbytes: int,
+                    local: bool) -> None:
+        """One message ``src -> dst`` (workers ``wsrc -> wdst``)."""
+        tallies = (self._get(self.nodes, src), self._get(self.workers, wsrc), self.total)
+        if local:
+            for t in tallies:
+                t.local_msgs += 1
+                t.local_updates += updates
+                t.local_bytes += nbytes
+            return
+        for t in tallies:
+            t.msgs_sent += 1
+            t.updates_sent += updates
+            t.bytes_sent += nbytes
+        for t in (self._get(self.nodes, dst), self._get(self.workers, wdst), self.total):
+            t.msgs_recv += 1
+            t.updates_recv += updates
+            t.bytes_recv += nbytes
+
+    def record_processed(self, node, worker, updates: int) -> None:
+        for t in (self._get(self.nodes, node), self._get(self.workers, worker), self.total):
+            t.processed += updates
+            t.batches += 1
+
+    def snapshot(self) -> "Counters":
+        c = Counters()
+        c.nodes = {k: v.copy() for k, v in self.nodes.items()}
+        c.workers = {k: v.copy() for k, v in self.workers.items()}
+        c.total = self.total.copy()
+        c.injected = self.injected
+        return c
+
+
+@dataclass
+class StepResult:
+    """Figures of one workload step (one burst run to quiescence).
+
+    ``traffic`` holds this step's deltas of the totals (:data:`TALLY_FIELDS`); ``per_node``
+    and ``per_worker`` hold this step's deltas per node/worker merged with the engine's state
+    figures at the end of the step (:data:`STATE_FIELDS`); ``state`` holds the totals of the
+    state figures and ``provenance_per_tuple`` their ratio. ``check`` is ``None`` (not
+    checked), ``True`` or ``False``; ``diff`` lists up to a few differing tuples as
+    ``(relation, "+"/"-", tuple)`` (``+``: the engine has it, the reference does not).
+    """
+
+    index: int
+    label: str
+    inserted: int
+    deleted: int
+    start: float
+    sim_time: float
+    wall_time: float
+    events: int
+    traffic: dict
+    state: dict = field(default_factory=dict)
+    provenance_per_tuple: float = 0.0
+    per_node: dict = field(default_factory=dict)
+    per_worker: dict = field(default_factory=dict)
+    check: bool | None = None
+    diff: list = field(default_factory=list)
+    converged: bool = True
+
+    def summary(self) -> dict:
+        """The step's one-line figures (no per-node tables)."""
+        d = asdict(self)
+        d.pop("per_node")
+        d.pop("per_worker")
+        d["diff"] = [list(map(str, x)) for x in self.diff]
+        return d
+
+
+def _key(x) -> str:
+    return x if isinstance(x, str) else repr(x)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {_key(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return str(value)
+    return value
+
+
+def write_json(path: str | Path, run: dict, steps: Iterable[StepResult]) -> None:
+    """Write ``{"run": run, "steps": [...]}``; each step with its per-node/worker tables."""
+    doc = {"run": run, "steps": [asdict(s) for s in steps]}
+    for s in doc["steps"]:
+        s["diff"] = [list(map(str, x)) for x in s["diff"]]
+    try:
+        Path(path).write_text(json.dumps(_jsonable(doc), indent=1, sort_keys=False) + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write metrics file {path}: {exc.strerror}") from None
+
+
+CSV_STEP_FIELDS = ("step", "label", "scope", "id", "inserted", "deleted", "sim_time",
+                   "wall_time", "events", *TALLY_FIELDS, *STATE_FIELDS,
+                   "provenance_per_tuple", "check")
+
+
+def write_csv(path: str | Path, steps: Iterable[StepResult]) -> None:
+    """Write one row per step (scope ``total``), per node (``node``) and per worker
+    (``worker``): long format, columns :data:`CSV_STEP_FIELDS`."""
+    try:
+        f = open(path, "w", newline="")
+    except OSError as exc:
+        raise InputError(f"cannot write metrics file {path}: {exc.strerror}") from None
+    with f:
+        w = csv.writer(f)
+        w.writerow(CSV_STEP_FIELDS)
+        for s in steps:
+            head = [s.index, s.label]
+            common = [s.inserted, s.deleted, s.sim_time, s.wall_time, s.events]
+            chk = "" if s.check is None else str(s.check).lower()
+            total = {**s.traffic, **s.state}
+            w.writerow(head + ["total", ""] + common + _cols(total)
+                       + [s.provenance_per_tuple, chk])
+            for scope, table in (("node", s.per_node), ("worker", s.per_worker)):
+                for ident, row in table.items():
+                    tuples = row.get("tuples", 0)
+                    ppt = row.get("provenance_bytes", 0) / tuples if tuples else 0.0
+                    w.writerow(head + [scope, _key(ident)] + ["", "", "", "", ""]
+                               + _cols(row) + [ppt, ""])
+
+
+def _cols(row: dict) -> list:
+    return [row.get(f, 0) for f in TALLY_FIELDS + STATE_FIELDS]
+
+
+def write_metrics(path: str | Path, run: dict, steps: list[StepResult]) -> None:
+    """Write ``path`` as CSV if it ends in ``.csv``, else JSON."""
+    if str(path).endswith(".csv"):
+        write_csv(path, steps)
+    else:
+        write_json(path, run, steps)

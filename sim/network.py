@@ -1,0 +1,348 @@
+"""The simulated network: a Transport (``psn.transport``) that lives in virtual time.
+
+Role: :class:`SimTransport` is what :class:`psn.engine.Network` sends through when it runs in
+the simulator. It implements the Transport protocol (``connect``, ``send``, ``poll``,
+``in_flight``, ``clock``, ``placement``, ``metrics``) on a :class:`~sim.clock.VirtualClock`:
+
+- a message from node ``src`` to node ``dst`` arrives after the topology's latency (the link's
+  own latency between neighbours, the shortest-path latency otherwise;
+  :meth:`topologies.graph.Topology.latency`) plus what the delivery model adds
+  (:mod:`sim.delivery`: FIFO per channel, random jitter that reorders, adversarial);
+- nodes live on workers (:mod:`sim.placement`); a worker processes the nodes that received
+  updates one after the other, each for the processing-time model's cost of the updates it
+  received, and a worker busy until ``b`` takes new deliveries only at ``b``; the messages a
+  node sends while processing leave when its batch is done;
+- :meth:`poll` advances virtual time to the next arrival (running every event due at that
+  instant, soft-state expiries included) and hands out what arrived;
+- traffic is counted as serialized on the wire (``psn.wire`` through the engine's codec):
+  :class:`psn.transport.TrafficMetrics` like every transport, plus :class:`sim.metrics.Counters`
+  with the receiving side, updates processed and messages between two nodes of one worker
+  counted apart (they cost no traffic).
+
+Deliberately not here: the PSN iteration (the engine steps nodes after each poll), workloads
+and checks (:mod:`sim.simulation`), metric files (:mod:`sim.metrics`). All randomness comes
+from the ``random.Random`` handed in.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Callable, Hashable
+
+from psn.transport import TrafficMetrics
+
+from .clock import VirtualClock
+from .delivery import Delivery, ProcessingModel, make_delivery
+from .metrics import Counters
+from .placement import Placement
+
+__all__ = ["LatencyModel", "SimTransport"]
+
+
+class LatencyModel:
+    """Message latency in seconds between two nodes, from a topology.
+
+    Parameters
+    ----------
+    topology:
+        A :class:`topologies.Topology` (latencies in ms) or ``None`` (every message between
+        two different nodes takes ``default`` seconds).
+    default:
+        Latency (s) for nodes the topology does not know, or disconnected pairs.
+    scale:
+        Seconds per topology unit (``1e-3``: topology latencies are milliseconds).
+    local:
+        ``None`` charges the topology latency even between two nodes of one worker (the
+        simulated network is what is modelled); a number (e.g. ``0``) charges that instead.
+    placement:
+        Needed with ``local``.
+    """
+
+    def __init__(self, topology=None, default: float = 0.001, scale: float = 1e-3,
+                 local: float | None = None, placement: Placement | None = None):
+        self.topology = topology
+        self.default = default
+        self.scale = scale
+        self.local = local
+        self.placement = placement
+        self._cache: dict = {}
+        self.fallbacks = 0
+
+    def __call__(self, src: Hashable, dst: Hashable) -> float:
+        key = (src, dst)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._compute(src, dst)
+        return hit
+
+    def _compute(self, src, dst) -> float:
+        if src == dst:
+            return 0.0
+        if (self.local is not None and self.placement is not None
+                and self.placement.same_worker(src, dst)):
+            return self.local
+        topo = self.topology
+        if topo is None or not _is_node(topo, src) or not _is_node(topo, dst):
+            self.fallbacks += 1
+            return self.default
+        lat = topo.latency(src, dst)
+        if lat == math.inf:
+            self.fallbacks += 1
+            return self.default
+        return lat * self.scale
+
+
+def _count_rows(m: TrafficMetrics, node, worker, rows) -> None:
+    """``m.count`` for several fields of one node and worker, with one lookup each."""
+    per_node = m.per_node.get(node)
+    if per_node is None:
+        per_node = m.per_node[node] = dict.fromkeys(m.FIELDS, 0)
+    per_worker = m.per_worker.get(worker)
+    if per_worker is None:
+        per_worker = m.per_worker[worker] = dict.fromkeys(m.FIELDS, 0)
+    totals = m.totals
+    for _, _, field, n in rows:
+        totals[field] += n
+        per_node[field] += n
+        per_worker[field] += n
+
+
+def _is_node(topo, x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < topo.n
+
+
+class _Worker:
+    __slots__ = ("id", "busy_until", "busy_time", "batches")
+
+    def __init__(self, wid):
+        self.id = wid
+        self.busy_until = 0.0
+        self.busy_time = 0.0
+        self.batches = 0
+
+
+class SimTransport:
+    """Transport over virtual time (see the module docstring).
+
+    Parameters
+    ----------
+    topology:
+        Where latencies come from (``None``: ``latency`` or 1 ms per message).
+    delivery:
+        ``"fifo"``, ``"random"``, ``"adversarial"`` (options as in
+        :func:`sim.delivery.make_delivery`) or a :class:`~sim.delivery.Delivery`.
+    seed, rng:
+        The run's randomness: ``rng`` if given, else ``random.Random(seed)``.
+    placement:
+        A :class:`sim.placement.Placement` (default: each node its own worker).
+    processing:
+        The per-update processing-time model (:class:`sim.delivery.ProcessingModel`).
+    clock:
+        A :class:`~sim.clock.VirtualClock` (default: a new one at 0 s).
+    latency:
+        ``(src, dst) -> seconds``; default :class:`LatencyModel` on ``topology``.
+    roundtrip:
+        Decode every message between two nodes from its wire bytes in the receiver's
+        context on arrival (always done across workers for context-bound annotations).
+    """
+
+    def __init__(self, topology=None, *, delivery: "str | Delivery" = "fifo", seed: int = 0,
+                 rng: random.Random | None = None, placement: Placement | None = None,
+                 processing: ProcessingModel | None = None,
+                 clock: VirtualClock | None = None,
+                 latency: Callable[[Hashable, Hashable], float] | None = None,
+                 roundtrip: bool = False):
+        self.topology = topology
+        self.delivery = make_delivery(delivery)
+        self.rng = rng if rng is not None else random.Random(seed)
+        self.placement = placement or Placement()
+        self.processing = processing or ProcessingModel()
+        self.clock = clock or VirtualClock()
+        self.latency = latency or LatencyModel(topology)
+        self.roundtrip = roundtrip
+        self.metrics = TrafficMetrics()
+        self.counters = Counters()
+        self.codec = None
+        self._context_of: Callable[[Any], Any] = lambda node: None
+        self._workers: dict = {}
+        self._channel_last: dict = {}
+        self._arrived: list = []          # (dst, updates) delivered, not yet polled
+        self._in_flight = 0               # updates sent, not yet handed out by poll
+        self._done_at: dict = {}          # node -> completion time of its current batch
+        self.last_done = 0.0              # latest batch completion (convergence)
+        self.deferred = 0                 # arrivals postponed because a worker was busy
+        self.polls = 0
+        self.trace: list | None = None    # set to [] to record (kind, time, src, dst, n)
+
+    # ------------------------------------------------------------------ Transport protocol
+
+    def connect(self, codec, context_of: Callable[[Any], Any]) -> None:
+        """Take the engine's wire codec and ``node -> annotation context``."""
+        self.codec = codec
+        self._context_of = context_of
+
+    def in_flight(self) -> int:
+        """Updates sent and not yet handed out by :meth:`poll`."""
+        return self._in_flight
+
+    def send(self, src: Any, dst: Any, updates: list) -> None:
+        """Accept ``updates`` from node ``src`` to node ``dst`` (``src=None``: base facts
+        injected by the environment, delivered at ``dst`` now and for free).
+
+        Called by the engine after a poll, a node's messages leave when its batch is done.
+        """
+        if not updates:
+            return
+        updates = list(updates)
+        now = self.clock.now()
+        n = len(updates)
+        self._in_flight += n
+        if src is None:
+            self.counters.injected += n
+            self._schedule(now, None, dst, updates, None)
+            return
+        depart = max(now, self._done_at.get(src, now))
+        data = self._account(src, dst, updates)
+        if src == dst:
+            self._schedule(depart, src, dst, updates, None)
+            return
+        base = self.latency(src, dst)
+        channel = (src, dst)
+        when = depart + base + self.delivery.delay(channel, base, self.rng)
+        if self.delivery.fifo:
+            last = self._channel_last.get(channel, 0.0)
+            if when < last:
+                when = last
+            self._channel_last[channel] = when
+        if self.delivery.name == "adversarial" and any(u[0] < 0 for u in updates):
+            when = depart + base       # deletions take the fast lane
+        self._schedule(when, src, dst, updates, data)
+
+    def poll(self) -> list[tuple[Any, tuple]]:
+        """Advance virtual time to the next arrival and hand out what arrived then.
+
+        Every event due at that instant runs first (arrivals, soft-state expiries). Returns
+        ``[(destination, update)]``, empty only when nothing is in flight. Each receiving
+        node's batch is charged to its worker by the processing-time model.
+        """
+        clock = self.clock
+        while not self._arrived:
+            if not self._in_flight or clock.idle:
+                return []
+            t = clock.next_time()
+            while clock.next_time() == t:
+                clock.step()
+        batch, self._arrived = self._arrived, []
+        self.polls += 1
+        out = []
+        per_node: dict = {}
+        for dst, updates in batch:
+            per_node[dst] = per_node.get(dst, 0) + len(updates)
+            out.extend((dst, u) for u in updates)
+        self._in_flight -= len(out)
+        self._charge(per_node)
+        return out
+
+    # ------------------------------------------------------------------ driving
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def busy_time(self) -> dict:
+        """Simulated seconds each worker spent processing."""
+        return {w.id: w.busy_time for w in self._workers.values()}
+
+    # ------------------------------------------------------------------ internals
+
+    def _worker(self, wid) -> _Worker:
+        w = self._workers.get(wid)
+        if w is None:
+            w = self._workers[wid] = _Worker(wid)
+        return w
+
+    def _account(self, src, dst, updates: list) -> bytes | None:
+        """Count the traffic of one message (bytes as encoded by the engine's codec).
+
+        Returns the encoded message when the receiver must decode it (``roundtrip``, or
+        context-bound annotations crossing workers), else ``None``.
+        """
+        m = self.metrics
+        wsrc = self.placement.worker(src)
+        n = len(updates)
+        if src == dst:
+            m.count(src, wsrc, "local_tuples", n)
+            self.counters.record_send(src, dst, wsrc, wsrc, n, 0, True)
+            return None
+        wdst = self.placement.worker(dst)
+        size = ann_bytes = 0
+        data = None
+        codec = self.codec
+        if codec is not None:
+            ctx = self._context_of(src)
+            data = codec.encode(updates, ctx)
+            size = len(data)
+            if self._ships_annotations(updates[0][3], ctx):
+                ann_bytes = sum(codec.annotation_size(u[3], ctx) for u in updates)
+        rows = [(src, wsrc, "messages_sent", 1), (src, wsrc, "tuples_sent", n),
+                (src, wsrc, "bytes_sent", size), (src, wsrc, "annotation_bytes", ann_bytes)]
+        if wsrc != wdst:
+            rows += [(src, wsrc, "worker_messages_sent", 1),
+                     (src, wsrc, "worker_bytes_sent", size)]
+        _count_rows(m, src, wsrc, rows)
+        self.counters.record_send(src, dst, wsrc, wdst, n, size, wsrc == wdst)
+        if data is not None and (self.roundtrip or
+                                 (wsrc != wdst and codec.scheme.context_bound)):
+            return data
+        return None
+
+    def _ships_annotations(self, ann, ctx) -> bool:
+        """False for schemes whose updates carry no annotation on the wire (set)."""
+        known = self._ships
+        if known is None:
+            known = self._ships = self.codec.scheme.serialize(ctx, ann) is not None
+        return known
+
+    _ships = None
+
+    def _schedule(self, when: float, src, dst, updates: list, data) -> None:
+        if self.trace is not None:
+            self.trace.append(("send", self.clock.now(), src, dst, len(updates), when))
+        self.clock.call_at(when, self._arrive, src, dst, updates, data, kind="deliver")
+
+    def _arrive(self, src, dst, updates: list, data) -> None:
+        now = self.clock.now()
+        w = self._worker(self.placement.worker(dst))
+        if w.busy_until > now:
+            self.deferred += 1
+            self.clock.call_at(w.busy_until, self._arrive, src, dst, updates, data,
+                               kind="deliver")
+            return
+        if data is not None:
+            updates = self.codec.decode(data, self._context_of(dst))
+        if len(updates) > 1 and not self.delivery.fifo:
+            if self.delivery.name == "adversarial":
+                updates = updates[::-1]
+            else:
+                self.rng.shuffle(updates)
+        if self.trace is not None:
+            self.trace.append(("deliver", now, src, dst, len(updates), now))
+        self._arrived.append((dst, updates))
+
+    def _charge(self, per_node: dict) -> None:
+        """Charge each receiving node's batch to its worker, in arrival order."""
+        now = self.clock.now()
+        self._done_at = {}
+        proc = self.processing
+        for node, n in per_node.items():
+            w = self._worker(self.placement.worker(node))
+            start = max(now, w.busy_until)
+            cost = proc.cost(n)
+            done = start + cost
+            w.busy_until = done
+            w.busy_time += cost
+            w.batches += 1
+            self._done_at[node] = done
+            self.counters.record_processed(node, w.id, n)
+            if done > self.last_done:
+                self.last_done = done

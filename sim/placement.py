@@ -1,0 +1,148 @@
+"""Placement of nodes on workers (RUNTIME.md "Vocabulary": nodes and workers are distinct).
+
+Role: decide which worker (simulated query processor) hosts each node. Liu et al. ran the
+100-node topology on 12-24 machines (Sec. 7, 7.3 "Increasing Query Processing Nodes"): a
+message between two nodes of the same worker costs no network traffic, and a worker processes
+one batch at a time. Three policies: every node its own worker (the default), ``N`` workers
+by a stable hash of the node, or an explicit map.
+
+Deliberately not here: anything about time or messages (:mod:`sim.network`). The hash is
+CRC-32 of the node's ``repr``, never Python's ``hash`` (salted per process for strings), so a
+placement is the same in every run.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Hashable, Iterable, Mapping
+
+from psn.errors import InputError
+
+__all__ = ["Placement", "stable_hash", "parse_placement"]
+
+
+def stable_hash(node: Hashable) -> int:
+    """A process-independent 32-bit hash of a node value (CRC-32 of its ``repr``)."""
+    return zlib.crc32(repr(node).encode())
+
+
+class Placement:
+    """Maps nodes to workers.
+
+    Parameters
+    ----------
+    workers:
+        ``None`` (each node its own worker, named by the node itself) or the number of
+        workers ``N``; nodes then go to worker ``stable_hash(node) % N`` unless ``mapping``
+        names their worker.
+    mapping:
+        Explicit ``node -> worker`` assignments. With ``workers=None`` and a mapping, nodes
+        missing from it are an error; with ``workers=N`` they are placed by hash.
+
+    Examples
+    --------
+    >>> p = Placement(4)
+    >>> p.worker_of(7) == stable_hash(7) % 4
+    True
+    >>> Placement(mapping={1: "a", 2: "a"}).same_worker(1, 2)
+    True
+    >>> Placement().worker_of("n3")
+    'n3'
+    """
+
+    def __init__(self, workers: int | None = None, mapping: Mapping | None = None):
+        if workers is not None and (not isinstance(workers, int) or workers < 1):
+            raise InputError(f"the number of workers must be a positive integer, "
+                             f"not {workers!r}")
+        self.workers = workers
+        self.mapping = dict(mapping or {})
+        self._cache: dict = {}
+
+    @property
+    def kind(self) -> str:
+        if self.mapping:
+            return "map"
+        return "node" if self.workers is None else "hash"
+
+    def worker_of(self, node: Hashable) -> Hashable:
+        """The worker hosting ``node``."""
+        hit = self._cache.get(node, _MISSING)
+        if hit is not _MISSING:
+            return hit
+        if node in self.mapping:
+            w = self.mapping[node]
+        elif self.workers is not None:
+            w = stable_hash(node) % self.workers
+        elif self.mapping:
+            raise InputError(f"node {node!r} is not in the placement map",
+                             hint="map every node, or give a number of workers to place "
+                             "the rest by hash")
+        else:
+            w = node
+        self._cache[node] = w
+        return w
+
+    worker = worker_of  # the name psn.transport.Placement uses
+
+    def same_worker(self, a: Hashable, b: Hashable) -> bool:
+        """True if ``a`` and ``b`` are hosted by one worker (their messages are free)."""
+        return a == b or self.worker_of(a) == self.worker_of(b)
+
+    def groups(self, nodes: Iterable[Hashable]) -> dict:
+        """``worker -> sorted list of nodes`` for ``nodes``."""
+        out: dict = {}
+        for n in nodes:
+            out.setdefault(self.worker_of(n), []).append(n)
+        return {w: sorted(ns, key=repr) for w, ns in out.items()}
+
+    def describe(self) -> str:
+        if self.kind == "node":
+            return "one worker per node"
+        if self.kind == "hash":
+            extra = f" ({len(self.mapping)} mapped explicitly)" if self.mapping else ""
+            return f"{self.workers} workers by hash{extra}"
+        return f"{len(set(self.mapping.values()))} workers by map"
+
+
+_MISSING = object()
+
+
+def parse_placement(workers: int | str | None, map_file: str | None = None) -> Placement:
+    """A :class:`Placement` from CLI-style options.
+
+    ``workers`` is ``None``/``0``/``"node"`` (one per node) or a positive integer;
+    ``map_file`` is a text file of ``node worker`` pairs (one per line, ``#`` comments;
+    integer-looking names become ints).
+    """
+    if workers in (None, 0, "node", "nodes"):
+        n = None
+    else:
+        try:
+            n = int(workers)
+        except (TypeError, ValueError):
+            raise InputError(f"--workers takes a number, not {workers!r}") from None
+        if n < 1:
+            raise InputError(f"--workers must be at least 1, not {n}")
+    mapping = {}
+    if map_file:
+        try:
+            lines = open(map_file).read().splitlines()
+        except OSError as exc:
+            raise InputError(f"cannot read placement map {map_file}: {exc.strerror}") from None
+        for i, line in enumerate(lines, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.replace(",", " ").split()
+            if len(parts) != 2:
+                raise InputError(f"{map_file}:{i}: expected 'node worker', got {line!r}")
+            node, worker = (_atom(p) for p in parts)
+            mapping[node] = worker
+    return Placement(n, mapping)
+
+
+def _atom(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        return text

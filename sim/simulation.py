@@ -1,0 +1,454 @@
+"""The simulator's Python API: a PSN program on a topology, driven through a workload.
+
+Role: :class:`Simulation` puts the pieces together. It builds a
+:class:`~sim.network.SimTransport` on a :class:`~sim.clock.VirtualClock` from the topology,
+delivery model, placement and processing-time model, runs the engine
+(:class:`psn.engine.Network`) over it, expands a workload (:mod:`sim.workloads`) step by step,
+injects each step's burst, runs it to quiescence, turns soft state (``materialize`` with a
+finite lifetime) into scheduled deletions, measures each step (:mod:`sim.metrics`; Liu et al.
+Sec. 7.1) and, when asked, checks the result relations against the centralized reference
+``psn.evaluate`` on the current base facts (Nigam et al. Definition 1: after every burst the
+relations equal the SN result).
+
+Example::
+
+    sim = Simulation(psn.load("examples/reachable.ndl"), topologies.make("ts100"),
+                     annotation="derivation", delivery="random", seed=1)
+    for step in sim.run_workload("insert:0.5,1.0;delete-links:3", check=True):
+        print(step.label, step.sim_time, step.traffic["bytes_sent"], step.check)
+
+Deliberately not here: the PSN iteration (``psn.engine``), annotation semantics
+(``provenance``), the command line (:mod:`sim.cli`). Nothing here reads the wall clock
+except to report wall time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from psn.errors import InputError
+
+from .clock import VirtualClock
+from .delivery import Delivery, ProcessingModel
+from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
+from .network import LatencyModel, SimTransport
+from .placement import Placement
+from .workloads import Step, Workload, WorkloadContext, parse_workload
+
+__all__ = ["Simulation", "best_annotation", "compare_relations", "state_figures"]
+
+
+def best_annotation() -> str:
+    """The best annotation scheme available: ``absorption`` (Liu Sec. 4) when it is
+    registered, else ``derivation`` (Nigam Sec. 5; exact but exponential on dense graphs)."""
+    from provenance import scheme_names
+    names = scheme_names()
+    return "absorption" if "absorption" in names else "derivation"
+
+
+def _load_program(program):
+    import psn
+    if isinstance(program, (str, Path)) and Path(str(program)).suffix == ".ndl" \
+            and Path(str(program)).exists():
+        return psn.load(program)
+    if isinstance(program, str):
+        return psn.parse(program)
+    return program
+
+
+def _load_topology(topology, seed: int):
+    import topologies
+    if isinstance(topology, (str, Path)):
+        text = str(topology)
+        if Path(text).exists():
+            return topologies.load(text)
+        return topologies.make(text, seed=seed)
+    return topology
+
+
+class Simulation:
+    """A PSN program running on a simulated network (see the module docstring).
+
+    Parameters
+    ----------
+    program:
+        A :class:`psn.ast.Program`, NDlog text, or a ``.ndl`` path.
+    topology:
+        A :class:`topologies.Topology`, a topology name for :func:`topologies.make`, or a
+        file for :func:`topologies.load`.
+    annotation:
+        Annotation scheme name or object; ``"best"`` is :func:`best_annotation`.
+    workers:
+        ``None``: each node its own worker; ``N``: N workers by hash.
+    placement:
+        A :class:`~sim.placement.Placement` (overrides ``workers``), or a ``node -> worker``
+        mapping.
+    delivery:
+        ``"fifo"``, ``"random"`` (default), ``"adversarial"``, with options
+        (:func:`sim.delivery.make_delivery`), or a :class:`~sim.delivery.Delivery`.
+    seed:
+        Seeds the one ``random.Random`` of the run (delivery jitter and workload choices).
+    processing:
+        A :class:`~sim.delivery.ProcessingModel` or a string such as ``"20us+50us"``.
+    local_latency:
+        ``None`` (messages between nodes of one worker take the topology latency) or the
+        latency in seconds to charge them instead (e.g. ``0``).
+    cost:
+        Link cost for ``link/3`` facts: ``latency`` (ms), ``hops`` or ``length``.
+    roundtrip:
+        Decode every message from its wire bytes (otherwise only when required).
+    state_metrics:
+        Measure per-node state and provenance bytes after every step (costs a pass over
+        all stored tuples).
+    engine_options:
+        Passed to :class:`psn.engine.Network` (e.g. ``batch=False``).
+    """
+
+    def __init__(self, program, topology, *, annotation: Any = "best",
+                 workers: int | None = None, placement: Placement | dict | None = None,
+                 delivery: "str | Delivery" = "random", seed: int = 0,
+                 processing: "ProcessingModel | str | None" = None,
+                 local_latency: float | None = None, cost: str = "latency",
+                 roundtrip: bool = False, state_metrics: bool = True,
+                 engine_options: dict | None = None):
+        from psn.engine import Network
+        self.program = _load_program(program)
+        self.topology = _load_topology(topology, seed)
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.annotation = best_annotation() if annotation == "best" else annotation
+        if isinstance(placement, Placement):
+            self.placement = placement
+        else:
+            self.placement = Placement(workers, placement)
+        if isinstance(processing, str):
+            processing = ProcessingModel.parse(processing)
+        self.clock = VirtualClock()
+        latency = LatencyModel(self.topology, local=local_latency, placement=self.placement)
+        self.transport = SimTransport(self.topology, delivery=delivery, rng=self.rng,
+                                      placement=self.placement, processing=processing,
+                                      clock=self.clock, latency=latency, roundtrip=roundtrip)
+        self.net = Network(self.program, annotation=self.annotation,
+                           transport=self.transport, **(engine_options or {}))
+        self.cost = cost
+        self.state_metrics = state_metrics
+        arities = self.program.arities()
+        self.link_arity = arities.get("link")
+        self.uses = frozenset(self.program.predicates)
+        self.steps: list[StepResult] = []
+        self._expiry: dict = {}
+        self._snapshot = Counters()
+        self._node_snap: dict = {}
+        self.expired = 0
+        if self.program.facts:        # facts in the program text: the engine queued them
+            self._run_step(Step("program facts"), check=False)
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def now(self) -> float:
+        """Current virtual time, seconds."""
+        return self.clock.now()
+
+    def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
+        """The engine's current result relations."""
+        return self.net.relations(hidden)
+
+    def base_facts(self) -> dict[str, set[tuple]]:
+        """The current base facts (as the engine's ledger holds them)."""
+        return self.net.base_facts()
+
+    def describe(self) -> dict:
+        """The run's settings, JSON-able (goes into the metrics file)."""
+        topo = self.topology
+        return {
+            "program": self.program.filename or "<text>",
+            "topology": topo.summary() if hasattr(topo, "summary") else str(topo),
+            "nodes": getattr(topo, "n", None),
+            "links": getattr(topo, "num_links", None),
+            "annotation": getattr(self.annotation, "name", self.annotation),
+            "placement": self.placement.describe(),
+            "delivery": self.transport.delivery.describe(),
+            "processing": self.transport.processing.describe(),
+            "seed": self.seed,
+        }
+
+    # ------------------------------------------------------------------ workloads
+
+    def run_workload(self, spec: "str | Workload | None" = None, check: bool = False,
+                     callback: Callable[[StepResult, "Simulation"], Any] | None = None,
+                     progress: bool | None = None, max_steps: int | None = None
+                     ) -> list[StepResult]:
+        """Run a workload step by step; returns this call's :class:`StepResult` list.
+
+        Parameters
+        ----------
+        spec:
+            A workload SPEC (:func:`sim.workloads.parse_workload`) or :class:`Workload`.
+        check:
+            Compare with ``psn.evaluate`` on the current base facts after every step
+            (``StepResult.check`` and ``.diff``).
+        callback:
+            Called as ``callback(result, simulation)`` after every step.
+        progress:
+            Show a tqdm bar on stderr (``None``: only when stderr is a terminal).
+        max_steps:
+            Stop after this many steps.
+        """
+        workload = parse_workload(spec, self.topology)
+        ctx = WorkloadContext(self.topology, {}, self.rng, self.link_arity, self.cost,
+                              self.uses)
+        total = workload.count(self.topology)
+        bar = _progress_bar(total, progress, workload.spec)
+        out = []
+        try:
+            for step in workload.steps(ctx):
+                if max_steps is not None and len(out) >= max_steps:
+                    break
+                result = self._run_step(step, check)
+                ctx.base = self.base_facts()
+                out.append(result)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{step.label} t={result.sim_time:.3f}s"
+                                        + ("" if result.check is None else
+                                           f" check={'ok' if result.check else 'FAIL'}"))
+                if callback is not None:
+                    callback(result, self)
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    def step(self, insert: dict | None = None, delete: dict | None = None,
+             label: str = "step", advance: float = 0.0, check: bool = False) -> StepResult:
+        """Run one burst: ``insert``/``delete`` map predicates to lists of tuples."""
+        return self._run_step(Step(label, dict(insert or {}), dict(delete or {}), advance),
+                              check)
+
+    def advance(self, seconds: float, check: bool = False) -> StepResult:
+        """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence."""
+        return self._run_step(Step(f"wait {seconds:g}s", advance=seconds), check)
+
+    # ------------------------------------------------------------------ one step
+
+    def _run_step(self, step: Step, check: bool) -> StepResult:
+        tr = self.transport
+        wall0 = time.perf_counter()
+        events0 = self.clock.events_run
+        if step.advance:
+            self._wait(step.advance)
+        t0 = self.clock.now()
+        tr.last_done = t0
+        burst = self._burst(step)
+        if burst:
+            self.net.apply(burst)
+        self.net.run()
+        sim_time = max(tr.last_done, self.clock.now()) - t0
+        wall = time.perf_counter() - wall0
+        result = StepResult(
+            index=len(self.steps), label=step.label, inserted=step.inserted,
+            deleted=step.deleted, start=t0, sim_time=sim_time, wall_time=wall,
+            events=self.clock.events_run - events0, traffic={})
+        self._measure(result)
+        if check:
+            result.check, result.diff = self.check()
+        self.steps.append(result)
+        return result
+
+    def _wait(self, seconds: float) -> None:
+        """Let virtual time pass; whatever happens meanwhile (soft-state expiries) is
+        processed at its own time, then the clock stands at ``now + seconds``."""
+        clock, tr = self.clock, self.transport
+        target = clock.now() + seconds
+        while clock.next_time() <= target:
+            t = clock.next_time()
+            while clock.next_time() == t:
+                clock.step()
+            if tr.in_flight():
+                self.net.run()
+        if clock.now() < target:
+            clock.run(until=target)
+
+    def _burst(self, step: Step) -> list:
+        """Updates of a step, with soft-state bookkeeping (refresh and expiry)."""
+        burst = []
+        for pred, rows in step.delete.items():
+            for t in rows:
+                self._cancel_expiry(pred, t)
+                burst.append((-1, pred, t))
+        present = None
+        for pred, rows in step.insert.items():
+            life = self._lifetime(pred)
+            for t in rows:
+                if life is not None:
+                    if present is None:
+                        present = self.base_facts()
+                    fresh = t not in present.get(pred, ())
+                    self._schedule_expiry(pred, t, life)
+                    if not fresh:
+                        continue          # a refresh: the fact stays, its lifetime restarts
+                burst.append((1, pred, t))
+        return burst
+
+    def _lifetime(self, pred: str) -> float | None:
+        table = self.program.table(pred)
+        if table is None or table.lifetime == math.inf:
+            return None
+        return float(table.lifetime)
+
+    def _schedule_expiry(self, pred: str, tup: tuple, life: float) -> None:
+        self._cancel_expiry(pred, tup)
+        self._expiry[(pred, tup)] = self.clock.call_later(life, self._expire, pred, tup,
+                                                          kind="expire")
+
+    def _cancel_expiry(self, pred: str, tup: tuple) -> None:
+        ev = self._expiry.pop((pred, tup), None)
+        if ev is not None:
+            self.clock.cancel(ev)
+
+    def _expire(self, pred: str, tup: tuple) -> None:
+        """Soft state: the fact's lifetime ran out; its deletion is a base update now."""
+        self._expiry.pop((pred, tup), None)
+        self.expired += 1
+        self.net.apply([(-1, pred, tup)])
+
+    # ------------------------------------------------------------------ measuring
+
+    def _measure(self, result: StepResult) -> None:
+        c = self.transport.counters
+        snap = self._snapshot
+        result.traffic = c.total.minus(snap.total)
+        per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
+        per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
+        if self.state_metrics:
+            states = state_figures(self.net)
+            for n, fig in states.items():
+                per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)
+                w = self.placement.worker_of(n)
+                row = per_worker.setdefault(w, dict.fromkeys(c.total.as_dict(), 0))
+                for k in STATE_FIELDS:
+                    row[k] = row.get(k, 0) + fig[k]
+            totals = {k: sum(f[k] for f in states.values()) for k in STATE_FIELDS}
+            result.state = totals
+            if totals["tuples"]:
+                result.provenance_per_tuple = totals["provenance_bytes"] / totals["tuples"]
+        result.per_node = per_node
+        result.per_worker = per_worker
+        self._snapshot = c.snapshot()
+
+    def check(self) -> tuple[bool, list]:
+        """Compare the engine's relations with ``psn.evaluate`` on the current base facts.
+
+        Returns ``(equal, diff)`` where ``diff`` lists ``(relation, "+"|"-", tuple)``:
+        ``+`` the engine has a tuple the reference does not, ``-`` the reverse. Predicates
+        the reference prunes by aggregate selection (Liu Sec. 6) are not compared.
+        """
+        import psn
+        ref = psn.evaluate(self.program, self.base_facts())
+        return compare_relations(self.relations(), ref, skip=_aggsel_pruned(self.program))
+
+    # ------------------------------------------------------------------ output
+
+    def write_metrics(self, path: str | Path) -> None:
+        """Write every step so far as JSON (``.json``) or CSV (``.csv``)."""
+        write_metrics(path, self.describe(), self.steps)
+
+    def summary(self) -> dict:
+        """Totals over every step so far."""
+        steps = self.steps
+        last = steps[-1] if steps else None
+        traffic: dict = {}
+        for s in steps:
+            for k, v in s.traffic.items():
+                traffic[k] = traffic.get(k, 0) + v
+        checks = [s.check for s in steps if s.check is not None]
+        return {
+            "steps": len(steps),
+            "sim_time": sum(s.sim_time for s in steps),
+            "wall_time": sum(s.wall_time for s in steps),
+            "traffic": traffic,
+            "state": last.state if last else {},
+            "provenance_per_tuple": last.provenance_per_tuple if last else 0.0,
+            "checked": len(checks),
+            "check": (all(checks) if checks else None),
+        }
+
+
+def state_figures(net) -> dict:
+    """Per node ``{"tuples", "provenance_bytes", "state_bytes"}`` of an engine network.
+
+    ``provenance_bytes``: serialized size (msgpack, ``psn.wire``) of every stored
+    annotation occurrence (Liu Sec. 7.1 "per-tuple provenance overhead" is its ratio to
+    ``tuples``); ``state_bytes``: that plus the msgpack size of every stored tuple (the
+    "operator state"), hidden relations (localizer auxiliaries, aggregate inputs) included.
+    """
+    import msgpack
+    codec, scheme = net.codec, net.scheme
+    out = {}
+    for nid, node in net.nodes.items():
+        ctx = node.ctx
+        tuples = prov = tup_bytes = 0
+        for pred, table in node.state.items():
+            if not table:
+                continue
+            tuples += len(table)
+            tup_bytes += sum(len(msgpack.packb(t, use_bin_type=True, default=list))
+                             for t in table) + len(pred) * len(table)
+            for stored in table.values():
+                for occ in scheme.occurrences(stored):
+                    prov += codec.annotation_size(occ, ctx)
+        out[nid] = {"tuples": tuples, "provenance_bytes": prov,
+                    "state_bytes": prov + tup_bytes}
+    return out
+
+
+def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
+                      limit: int = 20) -> tuple[bool, list]:
+    """Tuple-by-tuple comparison of two ``relation -> set`` maps (see :meth:`Simulation.check`).
+
+    Only relations present in ``want`` are compared (base relations the reference does not
+    return are ignored); ``limit`` caps the diff list, not the verdict.
+    """
+    skip = set(skip)
+    diff: list = []
+    equal = True
+    for rel in sorted(want):
+        if rel in skip:
+            continue
+        g, w = got.get(rel, set()), want[rel]
+        if g == w:
+            continue
+        equal = False
+        for t in sorted(g - w, key=repr):
+            if len(diff) < limit:
+                diff.append((rel, "+", t))
+        for t in sorted(w - g, key=repr):
+            if len(diff) < limit:
+                diff.append((rel, "-", t))
+    return equal, diff
+
+
+def _aggsel_pruned(program) -> set[str]:
+    try:
+        from psn.analysis import aggsel_candidates
+        return set(aggsel_candidates(program))
+    except Exception:  # pragma: no cover - analysis unavailable
+        return set()
+
+
+def _progress_bar(total, progress, label):
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    return tqdm(total=total, desc=label[:30], unit="step", file=sys.stderr, leave=False)

@@ -1,0 +1,376 @@
+"""Workloads: sequences of bursts of base-fact updates (Liu et al. Sec. 7.1-7.4).
+
+Role: describe what happens to the network's base facts, as data, and parse the small SPEC
+language of ``psn run --workload``. A workload is a list of *phases*; each phase expands,
+against the live set of base facts and the run's seeded ``random.Random``, into *steps*; each
+step is one burst (Nigam Sec. 3.1, the bursty model) that the simulator injects at once and
+runs to quiescence before the next.
+
+Phases (SPEC syntax in brackets; phases are joined with ``;``):
+
+- :class:`InsertLinks` [``insert:0.25,0.5,0.75,1.0``]: insert the topology's links in a seeded
+  random order, up to each fraction of all links (both directions of a link together);
+- :class:`DeleteLinks` [``delete-links:20``]: delete ``n`` present links one at a time, each
+  its own step (Liu Sec. 7.2, "Insertions-followed-by-deletions");
+- :class:`Flap` [``flap:3-7:5``, ``flap:random:5``]: delete and re-insert one link ``n`` times;
+- :class:`Sensors` [``sensors:trigger=0.5,untrigger``]: load the sensor grid with its seeds
+  triggered, trigger a fraction of the other sensors in one burst, then un-trigger them one
+  at a time in random order (``untrigger=K``: only ``K`` of them) (Liu Sec. 7.1, workload 2);
+- :class:`LoadAll` [``all``]: every base fact of the topology in one burst;
+- :class:`Wait` [``wait:10s``]: let simulated time pass with no burst (soft state expires).
+
+A workload whose first phase does not load the links (e.g. ``delete-links:20`` alone) gets
+``insert:1.0`` in front.
+
+Deliberately not here: running steps (:mod:`sim.simulation`), the meaning of facts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from psn.errors import InputError
+
+from .delivery import parse_duration
+
+__all__ = ["Step", "Phase", "InsertLinks", "DeleteLinks", "Flap", "Sensors", "LoadAll",
+           "Wait", "Workload", "WorkloadContext", "parse_workload", "SPEC_HELP"]
+
+SPEC_HELP = ("phases joined by ';': insert[:F1,F2,...] | delete-links:N | "
+             "flap:U-V|random:N | sensors[:trigger=F,untrigger[=K]] | all | wait:DURATION")
+
+
+@dataclass
+class Step:
+    """One burst: facts to insert and delete (``pred -> list of tuples``), injected
+    together after ``advance`` simulated seconds of waiting."""
+
+    label: str
+    insert: dict = field(default_factory=dict)
+    delete: dict = field(default_factory=dict)
+    advance: float = 0.0
+
+    @property
+    def inserted(self) -> int:
+        return sum(len(v) for v in self.insert.values())
+
+    @property
+    def deleted(self) -> int:
+        return sum(len(v) for v in self.delete.values())
+
+
+class WorkloadContext:
+    """What phases read while expanding: the topology, the program's link arity and cost,
+    the live base facts (``pred -> set``) and the seeded ``rng``."""
+
+    def __init__(self, topology, base: dict, rng: random.Random, link_arity: int | None = 3,
+                 cost: str = "latency", uses: frozenset = frozenset()):
+        self.topology = topology
+        self.base = base
+        self.rng = rng
+        self.link_arity = link_arity
+        self.cost = cost
+        self.uses = uses
+
+    # -- links -----------------------------------------------------------------------------
+    def link_tuples(self, u: int, v: int) -> list[tuple]:
+        """``link`` tuples of the undirected link ``u-v``, both directions."""
+        if self.link_arity is None:
+            raise InputError("this workload changes links, but the program has no "
+                             "link predicate")
+        if self.link_arity == 2:
+            return [(u, v), (v, u)]
+        link = self.topology.link(u, v)
+        c = {"hops": 1}.get(self.cost, link.latency)
+        if self.cost == "length" and link.length is not None:
+            c = link.length
+        return [(u, v, c), (v, u, c)]
+
+    def all_links(self) -> list[tuple[int, int]]:
+        return [l.key for l in self.topology.links]
+
+
+class Phase:
+    """A part of a workload; :meth:`steps` yields :class:`Step` lazily (it may read the base
+    facts as they are after the previous step)."""
+
+    loads_links = False
+
+    def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
+        raise NotImplementedError
+
+    def count(self, topology) -> int | None:
+        """Number of steps, if known in advance (for the progress bar)."""
+        return None
+
+
+@dataclass
+class InsertLinks(Phase):
+    """Insert links up to each fraction of all of them (Liu Sec. 7.2, Fig. 7)."""
+
+    fractions: tuple = (1.0,)
+    loads_links = True
+
+    def steps(self, ctx):
+        order = ctx.all_links()
+        ctx.rng.shuffle(order)
+        m, done = len(order), 0
+        for f in self.fractions:
+            upto = max(done, min(m, round(f * m)))
+            batch = [l for l in order[done:upto]]
+            done = upto
+            tuples = [t for u, v in batch for t in ctx.link_tuples(u, v)]
+            yield Step(f"insert {f:g}", insert={"link": tuples})
+
+    def count(self, topology):
+        return len(self.fractions)
+
+
+@dataclass
+class DeleteLinks(Phase):
+    """Delete ``n`` present links, one per step, chosen at random (Liu Sec. 7.2, Fig. 8)."""
+
+    n: int = 20
+
+    def steps(self, ctx):
+        for i in range(self.n):
+            present = _present_links(ctx)
+            if not present:
+                return
+            u, v = ctx.rng.choice(present)
+            yield Step(f"delete {u}-{v}", delete={"link": ctx.link_tuples(u, v)})
+
+    def count(self, topology):
+        return self.n
+
+
+@dataclass
+class Flap(Phase):
+    """Delete and re-insert one link ``n`` times (``link=None``: a random present link)."""
+
+    link: tuple | None = None
+    n: int = 1
+
+    def steps(self, ctx):
+        if self.link is None:
+            present = _present_links(ctx)
+            if not present:
+                return
+            u, v = ctx.rng.choice(present)
+        else:
+            u, v = sorted(self.link)
+            if not ctx.topology.has_link(u, v):
+                raise InputError(f"flap: the topology has no link {u}-{v}")
+        tuples = ctx.link_tuples(u, v)
+        for i in range(self.n):
+            yield Step(f"flap {u}-{v} down", delete={"link": tuples})
+            yield Step(f"flap {u}-{v} up", insert={"link": tuples})
+
+    def count(self, topology):
+        return 2 * self.n
+
+
+@dataclass
+class Sensors(Phase):
+    """The region-query workload (Liu Sec. 7.1, workload 2; EXPERIMENTS.md "Sensor grid").
+
+    Step 1 loads ``sensor``, ``nbr``, ``seed``, ``sink`` and triggers every seed; step 2
+    triggers ``trigger`` of the other sensors at once; then each of them is un-triggered in
+    its own step, in random order (``untrigger``: ``None`` none, ``-1`` all, ``K`` the
+    first ``K``).
+    """
+
+    trigger: float = 0.5
+    untrigger: int | None = -1
+
+    def steps(self, ctx):
+        topo = ctx.topology
+        if topo.kind != "sensor-grid":
+            raise InputError(f"the sensors workload needs a sensor-grid topology, "
+                             f"not {topo.kind!r}")
+        facts = {p: list(ts) for p, ts in topo.facts().items()
+                 if not ctx.uses or p in ctx.uses}
+        seeds = sorted(topo.seeds)
+        facts["isTriggered"] = [(x,) for x in seeds]
+        yield Step("load sensors, trigger seeds", insert=facts)
+        others = [x for x in range(topo.n) if x not in set(seeds)]
+        k = round(self.trigger * len(others))
+        chosen = sorted(ctx.rng.sample(others, k))
+        yield Step(f"trigger {k}", insert={"isTriggered": [(x,) for x in chosen]})
+        if self.untrigger is None:
+            return
+        order = list(chosen)
+        ctx.rng.shuffle(order)
+        if self.untrigger >= 0:
+            order = order[: self.untrigger]
+        for x in order:
+            yield Step(f"untrigger {x}", delete={"isTriggered": [(x,)]})
+
+    def count(self, topology):
+        others = topology.n - len(topology.seeds)
+        k = round(self.trigger * others)
+        u = 0 if self.untrigger is None else (k if self.untrigger < 0 else
+                                               min(k, self.untrigger))
+        return 2 + u
+
+
+@dataclass
+class LoadAll(Phase):
+    """Every base fact of the topology in one burst."""
+
+    loads_links = True
+
+    def steps(self, ctx):
+        topo = ctx.topology
+        if topo.kind == "sensor-grid":
+            facts = {p: list(ts) for p, ts in topo.facts().items()
+                     if not ctx.uses or p in ctx.uses}
+        else:
+            facts = {"link": [t for u, v in ctx.all_links() for t in ctx.link_tuples(u, v)]}
+        yield Step("load all", insert=facts)
+
+    def count(self, topology):
+        return 1
+
+
+@dataclass
+class Wait(Phase):
+    """Let ``seconds`` of simulated time pass (soft-state tuples may expire meanwhile)."""
+
+    seconds: float = 1.0
+
+    def steps(self, ctx):
+        yield Step(f"wait {self.seconds:g}s", advance=self.seconds)
+
+    def count(self, topology):
+        return 1
+
+
+def _present_links(ctx: WorkloadContext) -> list[tuple[int, int]]:
+    present = ctx.base.get("link", set())
+    return [(u, v) for u, v in ctx.all_links()
+            if all(t in present for t in ctx.link_tuples(u, v))]
+
+
+@dataclass
+class Workload:
+    """A list of phases, with the SPEC it came from."""
+
+    phases: list
+    spec: str = ""
+
+    def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
+        for phase in self.phases:
+            yield from phase.steps(ctx)
+
+    def count(self, topology) -> int | None:
+        total = 0
+        for p in self.phases:
+            c = p.count(topology)
+            if c is None:
+                return None
+            total += c
+        return total
+
+
+def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
+    """Parse a workload SPEC (see :data:`SPEC_HELP` and the module docstring).
+
+    ``None`` or ``""`` is ``sensors`` on a sensor grid and ``insert:1.0`` otherwise. A
+    workload whose first phase does not load links (and is not ``sensors``) gets
+    ``insert:1.0`` in front.
+
+    Raises
+    ------
+    psn.errors.InputError
+        Naming the offending phase.
+    """
+    if isinstance(spec, Workload):
+        return spec
+    is_sensor = topology is not None and getattr(topology, "kind", "") == "sensor-grid"
+    text = (spec or "").strip() or ("sensors" if is_sensor else "insert:1.0")
+    phases = [_parse_phase(p.strip(), text) for p in text.split(";") if p.strip()]
+    if not phases:
+        raise InputError(f"empty workload {spec!r}", hint=SPEC_HELP)
+    first = phases[0]
+    if not (first.loads_links or isinstance(first, Sensors)) and not is_sensor:
+        phases.insert(0, InsertLinks((1.0,)))
+    return Workload(phases, text)
+
+
+def _parse_phase(text: str, spec: str) -> Phase:
+    name, _, rest = text.partition(":")
+    name = name.strip().lower()
+    args = [a.strip() for a in rest.split(",")] if rest.strip() else []
+    try:
+        if name in ("insert", "insert-links"):
+            fr = tuple(float(a) for a in args) or (1.0,)
+            if any(not 0 < f <= 1 for f in fr) or list(fr) != sorted(fr):
+                raise ValueError("fractions must increase within (0, 1]")
+            return InsertLinks(fr)
+        if name in ("delete-links", "delete"):
+            n = int(args[0]) if args else 20
+            if n < 0:
+                raise ValueError("the number of deletions must be >= 0")
+            return DeleteLinks(n)
+        if name == "flap":
+            return _parse_flap(rest)
+        if name == "sensors":
+            return _parse_sensors(args)
+        if name in ("all", "load"):
+            return LoadAll()
+        if name == "wait":
+            if len(args) != 1:
+                raise ValueError("wait takes one duration, e.g. wait:10s")
+            return Wait(parse_duration(args[0]))
+    except (ValueError, IndexError) as exc:
+        raise InputError(f"bad workload phase {text!r} in {spec!r}: {exc}",
+                         hint=SPEC_HELP) from None
+    raise InputError(f"unknown workload phase {name!r} in {spec!r}", hint=SPEC_HELP)
+
+
+def _parse_flap(rest: str) -> Flap:
+    parts = [p.strip() for p in rest.split(":")] if rest.strip() else []
+    if not parts:
+        return Flap(None, 1)
+    if len(parts) == 1:
+        if "-" in parts[0]:
+            return Flap(_link(parts[0]), 1)
+        return Flap(None, int(parts[0]))
+    if len(parts) != 2:
+        raise ValueError("flap takes LINK:N, e.g. flap:3-7:5 or flap:random:5")
+    link = None if parts[0] in ("random", "") else _link(parts[0])
+    n = int(parts[1])
+    if n < 1:
+        raise ValueError("the number of flaps must be >= 1")
+    return Flap(link, n)
+
+
+def _link(text: str) -> tuple[int, int]:
+    a, sep, b = text.partition("-")
+    if not sep:
+        raise ValueError(f"a link is U-V, not {text!r}")
+    u, v = int(a), int(b)
+    if u == v:
+        raise ValueError(f"a link joins two different nodes, not {text!r}")
+    return (u, v)
+
+
+def _parse_sensors(args: list[str]) -> Sensors:
+    trigger, untrigger = 0.5, None
+    for a in args:
+        key, eq, value = a.partition("=")
+        key = key.strip()
+        if key == "trigger":
+            trigger = float(value) if eq else 0.5
+            if not 0 <= trigger <= 1:
+                raise ValueError("trigger is a fraction in [0, 1]")
+        elif key == "untrigger":
+            untrigger = int(value) if eq and value.strip() not in ("", "all") else -1
+        else:
+            raise ValueError(f"unknown sensors option {key!r} (trigger=F, untrigger[=K])")
+    if not args:
+        untrigger = -1
+    return Sensors(trigger, untrigger)

@@ -1,0 +1,283 @@
+"""provenance.bdd on real CUDD: algebraic laws, zeroing, the wire form across managers with
+different variable orders, order-insensitive zeroing, minimal SOP, variable naming."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import msgpack
+import pytest
+
+from provenance.bdd import (BDDContext, InsertionRegistry, NotMonotoneError, WireError,
+                            ZeroSet, format_fact, insertion_id, var_name)
+from provenance.posbool import minimize
+
+POOL = [var_name(i) for i in range(8)]
+
+
+def rand_sets(rng: random.Random, pool=POOL, max_terms=4, max_len=3):
+    return [frozenset(rng.sample(pool, rng.randint(1, max_len)))
+            for _ in range(rng.randint(0, max_terms))]
+
+
+def rand_monotone(ctx: BDDContext, rng: random.Random, pool=POOL):
+    return ctx.from_sets(rand_sets(rng, pool))
+
+
+def rand_any(ctx: BDDContext, rng: random.Random, depth: int = 4, pool=POOL):
+    """A random Boolean function, negations included (like in-flight differences)."""
+    if depth == 0 or rng.random() < 0.2:
+        return ctx.var(rng.choice(pool))
+    a, b = rand_any(ctx, rng, depth - 1, pool), rand_any(ctx, rng, depth - 1, pool)
+    op = rng.choice("&|-^")
+    return {"&": a & b, "|": a | b, "-": ctx.diff(a, b), "^": (a & ~b) | (~a & b)}[op]
+
+
+def truth_table(ctx: BDDContext, f, pool=POOL) -> tuple:
+    """Evaluate f on every assignment of ``pool`` (independent of BDD structure)."""
+    out = []
+    for bits in itertools.product((False, True), repeat=len(pool)):
+        out.append(ctx.bdd.let(dict(zip(pool, bits)), f) == ctx.true)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------
+# algebra
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_algebraic_laws_on_random_samples(seed):
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    T, F = ctx.true, ctx.false
+    for _ in range(60):
+        a, b, c = (rand_monotone(ctx, rng) if rng.random() < 0.5 else rand_any(ctx, rng)
+                   for _ in range(3))
+        assert ctx.and_(a, b) == ctx.and_(b, a)
+        assert ctx.or_(a, b) == ctx.or_(b, a)
+        assert ctx.and_(a, ctx.and_(b, c)) == ctx.and_(ctx.and_(a, b), c)
+        assert ctx.or_(a, ctx.or_(b, c)) == ctx.or_(ctx.or_(a, b), c)
+        assert ctx.and_(a, ctx.or_(a, b)) == a                     # absorption
+        assert ctx.or_(a, ctx.and_(a, b)) == a
+        assert ctx.and_(a, ctx.or_(b, c)) == ctx.or_(ctx.and_(a, b), ctx.and_(a, c))
+        assert ctx.and_(a, T) == a and ctx.or_(a, F) == a           # identities
+        assert ctx.is_false(ctx.and_(a, F)) and ctx.is_true(ctx.or_(a, T))
+        assert ctx.or_(a, a) == a and ctx.and_(a, a) == a           # idempotence
+        # the difference is exactly what b adds to a
+        d = ctx.diff(b, a)
+        assert ctx.or_(a, d) == ctx.or_(a, b)
+        assert ctx.is_false(ctx.and_(a, d))
+        assert ctx.is_false(ctx.diff(a, ctx.or_(a, b)))
+        # zeroing commutes with AND and OR and is idempotent
+        z = set(rng.sample(POOL, rng.randint(1, 3)))
+        assert ctx.zero(ctx.and_(a, b), z) == ctx.and_(ctx.zero(a, z), ctx.zero(b, z))
+        assert ctx.zero(ctx.or_(a, b), z) == ctx.or_(ctx.zero(a, z), ctx.zero(b, z))
+        assert ctx.zero(ctx.zero(a, z), z) == ctx.zero(a, z)
+        assert not (ctx.support(ctx.zero(a, z)) & z)
+
+
+def test_zero_is_let_false_not_generalized_cofactor():
+    ctx = BDDContext()
+    x, y = ctx.var("x0"), ctx.var("x1")
+    f = (x & y) | ctx.var("x2")
+    assert ctx.zero(f, {"x0"}) == ctx.var("x2")
+    assert ctx.zero(x | y, ["x0", "x1"]) == ctx.false
+    assert ctx.zero(f, {"x7"}) == f                 # a variable never declared is a no-op
+    assert not ctx.declared("x7")
+    assert ctx.zero(ctx.true, {"x0"}) == ctx.true
+
+
+def test_zero_set_records_fresh_names_only():
+    z = ZeroSet(["x1"])
+    assert z.add(["x1", "x2", "x3"]) == {"x2", "x3"}
+    assert "x2" in z and "x9" not in z and len(z) == 3
+    assert z.frozen() == frozenset({"x1", "x2", "x3"})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_zeroed_set_makes_state_independent_of_delivery_order(seed):
+    """A node receiving insertions (provenance) and zeroings of one fact in any order ends
+    in the same state when it restricts every incoming provenance by what it saw zeroed."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    msgs = [("ins", rand_monotone(ctx, rng)) for _ in range(6)]
+    msgs += [("zero", {v}) for v in rng.sample(POOL, 3)]
+    dead = set().union(*(m for k, m in msgs if k == "zero"))
+    expect = ctx.zero(ctx.disj(m for k, m in msgs if k == "ins"), dead)
+    for _ in range(30):
+        order = msgs[:]
+        rng.shuffle(order)
+        seen, stored = ZeroSet(), ctx.false
+        for kind, m in order:
+            if kind == "zero":
+                seen.add(m)
+                stored = ctx.zero(stored, seen)
+            else:
+                stored = ctx.or_(stored, ctx.zero(m, seen))
+        assert stored == expect
+
+
+# ---------------------------------------------------------------------------------------
+# wire form
+
+
+def _shuffled_context(rng: random.Random) -> BDDContext:
+    """A manager whose variable order is a random permutation (CUDD reordered by hand)."""
+    ctx = BDDContext(reorder=True)
+    names = POOL[:]
+    rng.shuffle(names)
+    for v in names:
+        ctx.var(v)
+    perm = names[:]
+    rng.shuffle(perm)
+    ctx.bdd.reorder({v: i for i, v in enumerate(perm)})
+    return ctx
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_round_trip_between_managers_with_different_orders(seed):
+    rng = random.Random(seed)
+    a = BDDContext()
+    for v in reversed(POOL):
+        a.var(v)
+    b = _shuffled_context(rng)
+    order = [b.bdd.var_at_level(i) for i in range(len(POOL))]
+    assert order != [a.bdd.var_at_level(i) for i in range(len(POOL))]
+    assert [a.bdd.var_levels[v] for v in POOL if a.declared(v)] == \
+        sorted(a.bdd.var_levels[v] for v in POOL if a.declared(v))
+    for _ in range(40):
+        f = rand_any(a, rng) if rng.random() < 0.5 else rand_monotone(a, rng)
+        wire = msgpack.unpackb(msgpack.packb(a.serialize(f)), use_list=False)
+        g = b.deserialize(wire)
+        assert truth_table(b, g) == truth_table(a, f)
+        assert g.dag_size == b.deserialize(b.serialize(g)).dag_size
+        back = a.deserialize(b.serialize(g))
+        assert back == f
+        assert a.size_bytes(f) == len(msgpack.packb(a.serialize(f)))
+
+
+def test_wire_form_is_ints_and_names_table():
+    ctx = BDDContext()
+    f = ctx.from_sets([{"x3", "x10"}, {"x5"}, {"custom"}])
+    names, nodes, root = ctx.serialize(f)
+    assert sorted(names, key=str) == sorted([3, 10, 5, "custom"], key=str)
+    assert all(isinstance(n, int) for n in nodes) and isinstance(root, int)
+    assert len(nodes) == 3 * (f.dag_size - 1)      # one triple per non-constant node
+    assert ctx.serialize(ctx.true) == [[], [], 0]
+    assert ctx.serialize(ctx.false) == [[], [], 1]
+    other = BDDContext()
+    assert other.deserialize(ctx.serialize(f)) == other.from_sets(
+        [{"x3", "x10"}, {"x5"}, {"custom"}])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_deserialize_applies_zeroed_variables(seed):
+    rng = random.Random(seed)
+    a, b = BDDContext(), BDDContext()
+    for _ in range(30):
+        f = rand_any(a, rng)
+        z = ZeroSet(rng.sample(POOL, rng.randint(1, 4)))
+        got = b.deserialize(a.serialize(f), zeroed=z)
+        assert got == b.zero(b.deserialize(a.serialize(f)), z)
+        assert not (b.support(got) & z.frozen())
+
+
+@pytest.mark.parametrize("bad", [
+    [[0], [0, 4, 0], 2],            # refers forward to node 2
+    [[0], [0, 0, 1], 6],            # root beyond the nodes
+    [[0], [3, 0, 1], 2],            # variable index out of range
+    [[1.5], [0, 0, 1], 2],          # a name that is neither int nor str
+    [[0], [0, 0], 2],               # truncated triple
+    "nonsense",
+])
+def test_malformed_wire_raises(bad):
+    with pytest.raises(WireError):
+        BDDContext().deserialize(bad)
+
+
+# ---------------------------------------------------------------------------------------
+# minimal sum of products
+
+
+def _is_minimal_sop(ctx, f, sets) -> bool:
+    if ctx.from_sets(sets) != f:
+        return False
+    for s in sets:
+        if any(t < s for t in sets):
+            return False
+        for v in s:           # dropping any literal leaves something that is not an implicant
+            if ctx.diff(ctx.conj(ctx.var(w) for w in s - {v}), f) == ctx.false:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_minimal_sop_is_the_antichain_of_minimal_sets(seed):
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(50):
+        sets = rand_sets(rng, max_terms=6, max_len=4)
+        f = ctx.from_sets(sets)
+        sop = ctx.minimal_sop(f)
+        assert set(sop) == set(minimize(sets))
+        assert _is_minimal_sop(ctx, f, sop)
+        assert [len(s) for s in sop] == sorted(len(s) for s in sop)
+
+
+def test_minimal_sop_constants_and_non_monotone():
+    ctx = BDDContext()
+    assert ctx.minimal_sop(ctx.true) == [frozenset()]
+    assert ctx.minimal_sop(ctx.false) == []
+    assert ctx.format(ctx.true) == "true" and ctx.format(ctx.false) == "false"
+    with pytest.raises(NotMonotoneError):
+        ctx.minimal_sop(ctx.diff(ctx.var("x1"), ctx.var("x2")))
+    with pytest.raises(NotMonotoneError):
+        ctx.minimal_sop(~ctx.var("x1"))
+
+
+def test_format_over_base_tuples():
+    reg = InsertionRegistry()
+    ab = reg.insert("link", ("a", "b"), loc=0)
+    bc = reg.insert("link", ("b", "c"), loc=0)
+    ac = reg.insert("link", ("a", "c"), loc=0)
+    ctx = BDDContext()
+    f = (ctx.var(ab) & ctx.var(bc)) | ctx.var(ac) | (ctx.var(ab) & ctx.var(bc) & ctx.var(ac))
+    assert ctx.format(f, reg.describe) == "link(@a,c) ∨ link(@a,b) ∧ link(@b,c)"
+    assert ctx.format(f) == "x2 ∨ x0 ∧ x1"
+
+
+# ---------------------------------------------------------------------------------------
+# naming and the registry
+
+
+def test_registry_gives_every_insertion_a_fresh_variable():
+    reg = InsertionRegistry(start=5)
+    x = reg.insert("link", ("a", "b"), loc=0)
+    y = reg.insert("link", ("a", "b"), loc=0)            # inserted again while live
+    assert (x, y) == ("x5", "x6")
+    assert reg.live("link", ("a", "b")) == [x, y]
+    assert reg.delete("link", ("a", "b")) == [x, y]
+    assert reg.delete("link", ("a", "b")) == []
+    z = reg.insert("link", ("a", "b"), loc=0)            # re-inserted after the deletion
+    assert z == "x7" and z not in (x, y)
+    assert reg.fact(x) == ("link", ("a", "b"))
+    assert reg.describe(z) == "link(@a,b)" and reg.describe("x99") == "x99"
+    assert len(reg) == 3 and reg.next_id == 8 and x in reg
+
+
+def test_names_and_levels_follow_insertion_ids():
+    assert var_name(12) == "x12" and insertion_id("x12") == 12
+    assert insertion_id("x012") is None and insertion_id("y1") is None
+    with pytest.raises(ValueError):
+        var_name(-1)
+    ctx = BDDContext()
+    rng = random.Random(7)
+    ids = rng.sample(range(1000), 40)
+    for i in ids:
+        ctx.var(var_name(i))
+    levels = ctx.bdd.var_levels
+    assert sorted(ids, key=lambda i: levels[var_name(i)]) == sorted(ids)
+    assert ctx.num_vars == 40
+    assert format_fact("cost", ("a", 3), loc=0) == "cost(@a,3)"
+    assert format_fact("cost", ("a", 3)) == "cost(a,3)"

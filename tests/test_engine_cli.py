@@ -1,0 +1,98 @@
+"""``psn run``: flags, burst files, JSON output, errors with file:line:col (issue 4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import psn
+from psn.cli import main
+
+PROGRAM = """
+r1 reachable(@S, D) :- link(@S, D).
+r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "p.ndl").write_text(PROGRAM)
+    (tmp_path / "f.ndl").write_text("link(@a, b).\nlink(@b, c).\n")
+    (tmp_path / "b1.ndl").write_text("// close the cycle, cut a-b\n+link(@c, a).\n"
+                                     "-link(@a, b).\nlink(@c, d).\n")
+    (tmp_path / "b2.ndl").write_text("+link(@a, b).\n")
+    return tmp_path
+
+
+def _json(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def _expected(links):
+    return psn.evaluate(psn.parse(PROGRAM), {"link": links})
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize("annotation", ["derivation", "set"])
+@pytest.mark.parametrize("delivery", ["fifo", "random", "adversarial"])
+def test_run_bursts_json(files, capsys, delivery, annotation, overlap):
+    argv = ["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
+            "--burst", str(files / "b1.ndl"), "--burst", str(files / "b2.ndl"),
+            "--annotation", annotation, "--delivery", delivery, "--seed", "5",
+            "--format", "json"] + (["--overlap"] if overlap else [])
+    if annotation == "set":
+        argv[argv.index(str(files / "b1.ndl"))] = str(files / "b2.ndl")  # insert-only
+    assert main(argv) == 0
+    out = _json(capsys)
+    links = [("b", "c"), ("a", "b")] if annotation == "set" else \
+        [("b", "c"), ("c", "a"), ("c", "d"), ("a", "b")]
+    want = _expected(links)
+    got = {k: {tuple(r) for r in v} for k, v in out["relations"].items()}
+    assert got == want
+    for key in ("updates_processed", "messages_sent", "tuples_sent", "bytes_sent"):
+        assert out["metrics"][key] > 0
+    assert out["relations"]["reachable"] == sorted(out["relations"]["reachable"])
+
+
+def test_table_output_and_metrics_line(files, capsys):
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl")]) == 0
+    out = capsys.readouterr().out
+    assert "reachable(a, c)" in out and "bytes_sent=" in out
+
+
+def test_bad_burst_line_names_file_line_col(files, capsys):
+    (files / "bad.ndl").write_text("+link(@a, b).\n-link(@b c).\n")
+    assert main(["run", str(files / "p.ndl"), "--burst", str(files / "bad.ndl")]) == 2
+    err = capsys.readouterr().err
+    assert f"{files / 'bad.ndl'}:2:" in err and "^" in err
+
+
+def test_deleting_a_missing_fact_is_a_clear_error(files, capsys):
+    (files / "del.ndl").write_text("-link(@x, y).\n")
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
+                 "--burst", str(files / "del.ndl"), "--overlap"]) == 2
+    assert "link(@x, y)" in capsys.readouterr().err
+
+
+def test_deletion_before_insertion_across_overlapping_bursts(files, capsys):
+    (files / "d.ndl").write_text("-link(@c, e).\n")
+    (files / "i.ndl").write_text("+link(@c, e).\n")
+    argv = ["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--format", "json",
+            "--burst", str(files / "d.ndl"), "--burst", str(files / "i.ndl")]
+    assert main(argv + ["--overlap"]) == 0
+    got = {tuple(r) for r in _json(capsys)["relations"]["link"]}
+    assert got == {("a", "b"), ("b", "c")}
+    assert main(argv) == 2  # one burst at a time: the deletion matches nothing yet
+
+
+def test_unknown_annotation(files, capsys):
+    assert main(["run", str(files / "p.ndl"), "--annotation", "nope"]) == 2
+    assert "unknown annotation scheme" in capsys.readouterr().err
+
+
+def test_pick_one_and_relation_filter(files, capsys):
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
+                 "one", "--relation", "reachable", "--format", "json"]) == 0
+    out = _json(capsys)
+    assert list(out["relations"]) == ["reachable"]

@@ -1,0 +1,320 @@
+"""Unit tests of the simulator's parts: virtual time, latency, delivery models, placement,
+traffic accounting, processing time, workload SPECs, metrics files (issue 6).
+
+The transport is exercised on its own here with plain update tuples; the engine runs over it
+in ``tests/test_sim_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+import pytest
+
+from psn.errors import InputError
+from psn.wire import Codec
+from provenance import get_scheme
+from sim import (Placement, ProcessingModel, SimTransport, VirtualClock, make_delivery,
+                 parse_placement, parse_workload)
+from sim.events import EventQueue
+from sim.metrics import StepResult, write_csv, write_json
+from sim.network import LatencyModel
+from sim.workloads import DeleteLinks, Flap, InsertLinks, Sensors, Wait, WorkloadContext
+from topologies import Link, Node, Topology, make
+
+
+def upd(i, sign=1):
+    return (sign, "m", (i,), None)
+
+
+def drain(tr: SimTransport) -> list[tuple[float, object, tuple]]:
+    """Poll until nothing is in flight; ``[(time, dst, update)]`` in delivery order."""
+    out = []
+    while True:
+        got = tr.poll()
+        if not got:
+            return out
+        out.extend((tr.clock.now(), dst, u) for dst, u in got)
+
+
+def inversions(seq: list[int]) -> int:
+    return sum(1 for i in range(len(seq)) for j in range(i + 1, len(seq)) if seq[i] > seq[j])
+
+
+def diamond() -> Topology:
+    """0-1 (5 ms), 1-2 (7 ms), 0-3 (1 ms), 3-2 (20 ms): 0->2 is 12 ms via 1."""
+    nodes = tuple(Node(i, str(i)) for i in range(4))
+    links = (Link(0, 1, 5), Link(1, 2, 7), Link(0, 3, 1), Link(2, 3, 20))
+    return Topology(nodes, links, kind="test")
+
+
+# ---------------------------------------------------------------- virtual time
+
+
+def test_event_queue_orders_by_time_then_sequence():
+    q = EventQueue()
+    seen = []
+    for t, label in [(3.0, "c"), (1.0, "a"), (3.0, "d"), (2.0, "b"), (1.0, "a2")]:
+        q.push(t, seen.append, (label,))
+    dead = q.push(2.5, seen.append, ("never",))
+    dead.cancel()
+    assert len(q) == 5
+    while q:
+        ev = q.pop()
+        ev.fn(*ev.args)
+    assert seen == ["a", "a2", "b", "c", "d"]
+    assert q.peek_time() == float("inf")
+
+
+def test_virtual_clock_advances_only_through_events():
+    clock = VirtualClock()
+    stamps = []
+    clock.call_later(0.25, lambda: stamps.append(clock.now()))
+    clock.call_at(1.5, lambda: stamps.append(clock.now()))
+    clock.call_later(0.25, lambda: clock.call_later(0.5, lambda: stamps.append(clock.now())))
+    assert clock.now() == 0.0
+    assert clock.run(until=1.0) == 3
+    assert stamps == [0.25, 0.75]
+    assert clock.now() == 1.0               # stopped by ``until``: moved to it
+    assert clock.run() == 1
+    assert stamps == [0.25, 0.75, 1.5] and clock.now() == 1.5 and clock.idle
+    with pytest.raises(ValueError):
+        clock.call_at(1.0, print)           # the past
+    with pytest.raises(ValueError):
+        clock.call_later(-1, print)
+
+
+def test_cancelled_event_does_not_run():
+    clock = VirtualClock()
+    ran = []
+    ev = clock.call_later(1.0, ran.append, 1)
+    clock.call_later(2.0, ran.append, 2)
+    clock.cancel(ev)
+    clock.run()
+    assert ran == [2] and clock.now() == 2.0
+
+
+# ---------------------------------------------------------------- latency
+
+
+def test_latency_neighbour_vs_multihop():
+    topo = diamond()
+    lat = LatencyModel(topo)
+    assert lat(0, 1) == pytest.approx(0.005)          # the link itself
+    assert lat(3, 2) == pytest.approx(0.020)          # a link, even if a path is shorter
+    assert lat(0, 2) == pytest.approx(0.012)          # shortest path 0-1-2
+    assert lat(1, 3) == pytest.approx(0.006)          # 1-0-3
+    assert lat(2, 2) == 0.0
+    assert lat("x", 1) == lat.default and lat.fallbacks == 1
+
+
+def test_transport_delivers_after_topology_latency():
+    topo = diamond()
+    tr = SimTransport(topo, delivery="fifo", processing=ProcessingModel(0, 0))
+    tr.send(0, 1, [upd(1)])
+    tr.send(0, 2, [upd(2)])
+    got = drain(tr)
+    assert [(round(t, 9), d) for t, d, _ in got] == [(0.005, 1), (0.012, 2)]
+
+
+def test_messages_leave_when_the_batch_is_processed():
+    tr = SimTransport(diamond(), delivery="fifo", processing=ProcessingModel(1e-3, 2e-3))
+    tr.send(None, 0, [upd(1), upd(2), upd(3)])          # injected at node 0, t = 0
+    assert [d for d, _ in tr.poll()] == [0, 0, 0] and tr.clock.now() == 0.0
+    tr.send(0, 1, [upd(4)])                             # sent while node 0 works
+    (t, dst, _), = drain(tr)
+    assert dst == 1
+    assert t == pytest.approx(2e-3 + 3 * 1e-3 + 0.005)  # batch cost, then latency
+
+
+def test_a_worker_processes_its_nodes_one_after_another():
+    place = Placement(mapping={0: "w", 1: "w", 2: "v", 3: "v"})
+    tr = SimTransport(diamond(), delivery="fifo", placement=place,
+                      processing=ProcessingModel(1e-3, 0))
+    tr.send(None, 0, [upd(1)])
+    tr.send(None, 1, [upd(2), upd(3)])
+    tr.poll()
+    tr.send(0, 2, [upd(4)])
+    tr.send(1, 2, [upd(5)])
+    arrivals = {u[2][0]: t for t, _, u in drain(tr)}
+    assert arrivals[4] == pytest.approx(1e-3 + 0.012)            # node 0 first: 1 update
+    assert arrivals[5] == pytest.approx(1e-3 + 2e-3 + 0.007)     # node 1 waits for node 0
+
+
+# ---------------------------------------------------------------- delivery models
+
+
+def _channel_order(delivery: str, seed: int = 3, n: int = 60) -> list[int]:
+    topo = make("line", n=2, latency=10)
+    tr = SimTransport(topo, delivery=delivery, seed=seed, processing=ProcessingModel(0, 0))
+    rng = random.Random(seed)
+    for i in range(n):                       # sends spread over 30 ms, one channel
+        tr.clock.run(until=tr.clock.now() + rng.uniform(0, 0.001))
+        tr.send(0, 1, [upd(i)])
+    return [u[2][0] for _, _, u in drain(tr)]
+
+
+def test_fifo_keeps_channel_order_even_with_jitter():
+    for spec in ("fifo", "fifo:jitter=2,abs=5ms"):
+        order = _channel_order(spec)
+        assert sorted(order) == list(range(60))
+        assert inversions(order) == 0
+
+
+def test_random_jitter_reorders():
+    order = _channel_order("random:jitter=1,abs=2ms")
+    assert sorted(order) == list(range(60))
+    assert inversions(order) > 0
+    assert _channel_order("random:jitter=1,abs=2ms") == order       # seeded
+    assert _channel_order("random:jitter=1,abs=2ms", seed=4) != order
+
+
+def test_adversarial_reverses_a_burst_and_lets_deletions_overtake():
+    tr = SimTransport(make("line", n=2), delivery="adversarial:period=8,spread=10ms",
+                      processing=ProcessingModel(0, 0))
+    for i in range(8):
+        tr.send(0, 1, [upd(i)])
+    assert [u[2][0] for _, _, u in drain(tr)] == list(range(7, -1, -1))
+    tr.send(0, 1, [upd(100)])
+    tr.send(0, 1, [upd(100, -1)])
+    assert [u[0] for _, _, u in drain(tr)] == [-1, 1]
+
+
+def test_delivery_spec_errors():
+    with pytest.raises(InputError):
+        make_delivery("teleport")
+    with pytest.raises(InputError):
+        make_delivery("random:color=red")
+    with pytest.raises(InputError):
+        make_delivery("random:jitter=lots")
+
+
+# ---------------------------------------------------------------- placement and traffic
+
+
+def test_placement_by_node_hash_and_map(tmp_path):
+    assert Placement().worker(5) == 5
+    p = Placement(4)
+    workers = [p.worker(n) for n in range(200)]
+    assert set(workers) == {0, 1, 2, 3}
+    assert workers == [Placement(4).worker(n) for n in range(200)]     # stable
+    m = Placement(mapping={1: "a", 2: "a", 3: "b"})
+    assert m.same_worker(1, 2) and not m.same_worker(2, 3)
+    with pytest.raises(InputError):
+        m.worker(9)
+    mixed = Placement(3, {7: "big"})
+    assert mixed.worker(7) == "big" and mixed.worker(8) in (0, 1, 2)
+    f = tmp_path / "place.txt"
+    f.write_text("# node worker\n0 w1\n1 w1\n2, w2\n")
+    q = parse_placement(None, str(f))
+    assert q.groups([0, 1, 2]) == {"w1": [0, 1], "w2": [2]}
+    with pytest.raises(InputError):
+        parse_placement("many")
+
+
+def test_messages_inside_a_worker_cost_no_traffic():
+    place = Placement(mapping={0: "w", 1: "w", 2: "v", 3: "v"})
+    tr = SimTransport(diamond(), placement=place, processing=ProcessingModel(0, 0))
+    tr.connect(Codec(get_scheme("set")), lambda node: None)
+    batch = [(1, "link", (0, i), True) for i in range(5)]
+    tr.send(0, 1, batch)            # same worker
+    tr.send(0, 2, batch)            # across workers
+    tr.send(0, 0, batch)            # to itself
+    drain(tr)
+    c = tr.counters
+    assert c.total.local_msgs == 2 and c.total.local_updates == 10
+    assert c.total.msgs_sent == 1 and c.total.updates_sent == 5
+    size = len(Codec(get_scheme("set")).encode(batch))
+    assert c.total.bytes_sent == size and c.total.local_bytes == size
+    assert c.workers["w"].bytes_sent == size and c.workers["v"].bytes_recv == size
+    assert c.nodes[2].msgs_recv == 1 and c.nodes[1].msgs_recv == 0
+    m = tr.metrics.totals
+    assert m["worker_bytes_sent"] == size and m["bytes_sent"] == 2 * size
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def test_workload_specs_parse():
+    ring = make("ring", n=6)
+    w = parse_workload("insert:0.25,0.5,1.0;delete-links:3;flap:2-3:2;wait:1.5s", ring)
+    assert [type(p) for p in w.phases] == [InsertLinks, DeleteLinks, Flap, Wait]
+    assert w.phases[0].fractions == (0.25, 0.5, 1.0)
+    assert w.phases[2].link == (2, 3) and w.phases[2].n == 2
+    assert w.phases[3].seconds == 1.5
+    assert w.count(ring) == 3 + 3 + 4 + 1
+    assert type(parse_workload("delete-links:4", ring).phases[0]) is InsertLinks
+    assert type(parse_workload(None, ring).phases[0]) is InsertLinks
+    s = parse_workload("sensors:trigger=0.4,untrigger=7").phases[0]
+    assert isinstance(s, Sensors) and s.trigger == 0.4 and s.untrigger == 7
+    assert parse_workload("sensors:trigger=0.5,untrigger").phases[0].untrigger == -1
+    assert parse_workload("flap:random:3").phases[-1].link is None
+    for bad in ("insert:0.5,0.2", "explode:3", "flap:1-1:2", "delete-links:x", "wait",
+                "sensors:color=1"):
+        with pytest.raises(InputError):
+            parse_workload(bad, ring)
+
+
+def _expand(spec, topo, seed=1, arity=2):
+    ctx = WorkloadContext(topo, {}, random.Random(seed), arity)
+    base: dict = {}
+    steps = []
+    for st in parse_workload(spec, topo).steps(ctx):
+        for p, ts in st.insert.items():
+            base.setdefault(p, set()).update(ts)
+        for p, ts in st.delete.items():
+            assert set(ts) <= base[p]
+            base[p] -= set(ts)
+        ctx.base = base
+        steps.append(st)
+    return steps, base
+
+
+def test_insert_then_delete_links_one_at_a_time():
+    topo = make("random", n=10, m=18, seed=2)
+    steps, base = _expand("insert:0.5,1.0;delete-links:5", topo)
+    assert [s.inserted for s in steps[:2]] == [18, 18]          # 9 links, both directions
+    assert all(s.deleted == 2 and s.inserted == 0 for s in steps[2:])
+    assert len(steps) == 7 and len(base["link"]) == 2 * (18 - 5)
+    assert len({s.label for s in steps[2:]}) == 5                # five different links
+
+
+def test_flap_and_sensor_workloads():
+    steps, base = _expand("flap:0-1:2", make("ring", n=4), arity=3)
+    assert [s.label for s in steps[1:]] == ["flap 0-1 down", "flap 0-1 up"] * 2
+    assert steps[1].delete["link"] == [(0, 1, 1), (1, 0, 1)]
+    grid = make("sensor-grid", sensors=25, size=50, seeds=2, seed=3)
+    steps, base = _expand("sensors:trigger=0.5,untrigger", grid)
+    seeds = set(grid.seeds)
+    assert {x for (x,) in steps[0].insert["isTriggered"]} == seeds
+    triggered = {x for (x,) in steps[1].insert["isTriggered"]}
+    assert len(triggered) == round(0.5 * 23) and not triggered & seeds
+    assert [s.deleted for s in steps[2:]] == [1] * len(triggered)
+    assert base["isTriggered"] == {(x,) for x in seeds}
+
+
+# ---------------------------------------------------------------- metrics files
+
+
+def test_metrics_json_and_csv(tmp_path):
+    step = StepResult(index=0, label="insert 1", inserted=4, deleted=0, start=0.0,
+                      sim_time=0.5, wall_time=0.01, events=9,
+                      traffic={"bytes_sent": 100, "msgs_sent": 2},
+                      state={"tuples": 4, "provenance_bytes": 40, "state_bytes": 90},
+                      provenance_per_tuple=10.0,
+                      per_node={0: {"bytes_sent": 60, "tuples": 3}, 1: {"bytes_sent": 40}},
+                      per_worker={"w": {"bytes_sent": 100, "tuples": 4}},
+                      check=False, diff=[("reachable", "+", (0, 1))])
+    write_json(tmp_path / "m.json", {"seed": 1}, [step])
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["run"] == {"seed": 1}
+    (s,) = doc["steps"]
+    assert s["per_node"]["0"]["bytes_sent"] == 60 and s["diff"] == [["reachable", "+",
+                                                                     "(0, 1)"]]
+    write_csv(tmp_path / "m.csv", [step])
+    rows = list(csv.DictReader(open(tmp_path / "m.csv")))
+    assert [r["scope"] for r in rows] == ["total", "node", "node", "worker"]
+    assert rows[0]["bytes_sent"] == "100" and rows[0]["check"] == "false"
+    assert rows[1]["id"] == "0" and float(rows[1]["provenance_per_tuple"]) == 0.0

@@ -1,0 +1,176 @@
+"""End-to-end tests of the simulator driving the real PSN engine (issue 6).
+
+After every step of a workload, the engine's relations must equal the centralized reference
+``psn.evaluate`` on the current base facts (Nigam et al. Definition 1), whatever the delivery
+model and placement. Derivation sets are exact but exponential, so these runs use small
+graphs; the 100-node acceptance runs are in ``tests/test_sim_acceptance.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+import psn
+import sim
+import topologies
+from sim import Placement, Simulation
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REACHABLE = psn.load(EXAMPLES / "reachable.ndl")
+SHORTEST = psn.load(EXAMPLES / "shortest_path.ndl")
+REGION = psn.parse("""
+g1 activeRegion(@X, R) :- seed(@X, R), isTriggered(@X).
+g2 activeRegion(@Y, R) :- activeRegion(@X, R), isTriggered(@X), nbr(@X, Y).
+g3 regionSize(@R, count<X>) :- activeRegion(@X, R).
+g4 largestRegion(@K, max<N>) :- regionSize(@R, N), sink(@R, K).
+g5 largestRegions(@K, R) :- regionSize(@R, N), sink(@R, K), largestRegion(@K, N).
+""")
+
+
+def assert_all_checked(steps):
+    assert steps
+    for s in steps:
+        assert s.check is True, (s.label, s.diff)
+
+
+@pytest.mark.parametrize("delivery,workers", [("random", None), ("adversarial", 2),
+                                              ("fifo:jitter=1", 3)])
+def test_reachable_insert_delete_flap_equals_reference(delivery, workers):
+    topo = topologies.make("ring", n=5)
+    s = Simulation(REACHABLE, topo, annotation="derivation", delivery=delivery,
+                   workers=workers, seed=7, roundtrip=True)
+    steps = s.run_workload("insert:0.4,1.0;delete-links:2;flap:random:1", check=True)
+    assert [x.label.split()[0] for x in steps] == ["insert", "insert", "delete", "delete",
+                                                    "flap", "flap"]
+    assert_all_checked(steps)
+    assert len(s.relations()["reachable"]) > 0
+    assert s.transport.in_flight() == 0
+
+
+def test_reachable_on_a_tree_with_deletions_random_delivery():
+    topo = topologies.make("random", n=7, m=6, seed=5, connected=True)     # a tree
+    s = Simulation(REACHABLE, topo, annotation="derivation", delivery="random", seed=2)
+    assert_all_checked(s.run_workload("insert:0.5,1.0;delete-links:6", check=True))
+    assert s.relations()["reachable"] == set()
+
+
+def test_shortest_path_aggregates_follow_deletions():
+    topo = topologies.make("ring", n=5)
+    s = Simulation(SHORTEST, topo, annotation="derivation", delivery="random", seed=3)
+    steps = s.run_workload("insert:1.0;delete-links:2", check=True)
+    assert_all_checked(steps)
+    assert s.relations()["minCost"]
+
+
+def test_region_query_trigger_and_untrigger():
+    grid = topologies.make("sensor-grid", sensors=16, size=40, radius=10, seeds=2, seed=1)
+    s = Simulation(REGION, grid, annotation="derivation", delivery="random", seed=4)
+    steps = s.run_workload("sensors:trigger=0.5,untrigger", check=True)
+    assert len(steps) == 2 + round(0.5 * 14)
+    assert_all_checked(steps)
+    assert s.base_facts()["isTriggered"] == {(x,) for x in grid.seeds}
+
+
+def test_one_worker_sends_nothing_between_workers_and_agrees():
+    topo = topologies.make("ring", n=5)
+    results = {}
+    for label, placement in [("per-node", Placement()), ("one", Placement(1))]:
+        s = Simulation(REACHABLE, topo, annotation="derivation", placement=placement,
+                       delivery="random", seed=1)
+        steps = s.run_workload("insert:1.0;delete-links:1", check=True)
+        assert_all_checked(steps)
+        results[label] = (s, steps)
+    one_sim, one_steps = results["one"]
+    assert all(st.traffic["bytes_sent"] == 0 and st.traffic["local_msgs"] > 0
+               for st in one_steps)
+    assert one_sim.transport.metrics.totals["worker_bytes_sent"] == 0
+    per_sim, per_steps = results["per-node"]
+    assert all(st.traffic["bytes_sent"] > 0 for st in per_steps)
+    assert per_sim.relations() == one_sim.relations()
+
+
+def test_soft_state_expires_at_its_virtual_time():
+    prog = psn.parse("""
+        materialize(link, 5, infinity, keys(1,2)).
+        r1 reachable(@S, D) :- link(@S, D).
+        r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
+    """)
+    s = Simulation(prog, topologies.make("line", n=3), annotation="derivation",
+                   delivery="fifo", seed=1)
+    s.transport.trace = []
+    assert s.step(insert={"link": [(0, 1), (1, 0)]}, check=True).check
+    assert (1, 0) in s.relations()["reachable"]
+    s.clock.run(until=3.0)
+    s.step(insert={"link": [(0, 1)]})           # a refresh: (0, 1) now lives until 8 s
+    assert s.advance(1.5, check=True).check     # t = 4.5: nothing expired yet
+    assert s.expired == 0 and (1, 0) in s.relations()["link"]
+    assert s.advance(1.0, check=True).check     # t = 5.5: (1, 0) expired at 5 s
+    assert s.expired == 1 and s.relations()["link"] == {(0, 1)}
+    assert s.relations()["reachable"] == {(0, 1)}
+    assert s.advance(5.0, check=True).check     # (0, 1) expired at 8 s
+    assert s.relations()["reachable"] == set()
+    injected = [(t[1], t[3]) for t in s.transport.trace if t[0] == "send" and t[2] is None]
+    assert injected[-2:] == [(5.0, 1), (8.0, 0)]
+
+
+def test_virtual_time_and_latency_shape_convergence():
+    """A line's convergence grows with its latency; the sum of steps is the clock."""
+    times = []
+    for lat in (1, 10):
+        s = Simulation(REACHABLE, topologies.make("line", n=4, latency=lat),
+                       annotation="set", delivery="fifo", seed=0)
+        (st,) = s.run_workload("insert:1.0")
+        assert st.start == 0.0 and st.sim_time > 3 * lat * 1e-3    # three hops at least
+        times.append(st.sim_time)
+    assert times[1] > times[0]
+
+
+def test_metrics_files_from_a_run(tmp_path):
+    s = Simulation(REACHABLE, topologies.make("ring", n=4), annotation="derivation",
+                   workers=2, delivery="random", seed=1)
+    s.run_workload("insert:0.5,1.0;delete-links:1", check=True)
+    s.write_metrics(tmp_path / "m.json")
+    s.write_metrics(tmp_path / "m.csv")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["run"]["annotation"] == "derivation" and doc["run"]["nodes"] == 4
+    assert len(doc["steps"]) == 3
+    last = doc["steps"][-1]
+    assert set(last["per_node"]) == {"0", "1", "2", "3"}
+    assert set(last["per_worker"]) <= {"0", "1"}
+    assert last["state"]["tuples"] == sum(r["tuples"] for r in last["per_node"].values())
+    assert last["check"] is True and last["sim_time"] > 0
+    rows = list(csv.DictReader(open(tmp_path / "m.csv")))
+    totals = [r for r in rows if r["scope"] == "total"]
+    assert len(totals) == 3 and all(r["check"] == "true" for r in totals)
+    assert {r["scope"] for r in rows} == {"total", "node", "worker"}
+    sent = sum(int(r["bytes_sent"]) for r in rows if r["scope"] == "worker")
+    assert sent == sum(int(r["bytes_sent"]) for r in totals)
+
+
+def test_cli_runner(tmp_path, capsys):
+    p = argparse.ArgumentParser()
+    p.add_argument("program")
+    p.add_argument("--format", default="table")
+    p.add_argument("--relation", action="append", default=[])
+    sim.cli_options(p)
+    out = tmp_path / "m.json"
+    args = p.parse_args([str(EXAMPLES / "reachable.ndl"), "--topology", "ring",
+                         "--topology-option", "n=4", "--annotation", "derivation",
+                         "--workload", "insert:0.5,1.0;delete-links:1", "--check",
+                         "--workers", "2", "--metrics", str(out), "--no-progress"])
+    assert sim.run_from_args(args) == 0
+    text = capsys.readouterr().out
+    assert "check: ok (3 steps equal psn.evaluate)" in text
+    assert json.loads(out.read_text())["steps"]
+    args.format, args.relation = "json", ["reachable"]
+    assert sim.run_from_args(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["check"] is True and doc["relations"]["reachable"]
+    args.topology_option = ["bogus=1"]
+    with pytest.raises(psn.PSNError):
+        sim.run_from_args(args)

@@ -1,0 +1,109 @@
+"""The msgpack wire format of updates (psn/wire.py) and bytes accounting of the transport."""
+
+from __future__ import annotations
+
+import random
+
+import msgpack
+import pytest
+
+from provenance import get_scheme
+from psn.errors import InputError
+from psn.transport import InMemoryTransport, Placement
+from psn.wire import Codec, decode_updates, encode_updates, encoded_size
+
+VALUES = [0, -7, 2**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
+          (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]
+
+
+def _random_updates(rng: random.Random, scheme, n: int = 30):
+    out = []
+    for _ in range(n):
+        tup = tuple(rng.choice(VALUES) for _ in range(rng.randint(0, 4)))
+        out.append((rng.choice((1, -1)), rng.choice(("link", "path", "__agg_r")), tup,
+                    scheme.sample_update(None, rng)))
+    return out
+
+
+@pytest.mark.parametrize("name", ["set", "derivation"])
+def test_round_trip_keeps_values_and_annotations(name):
+    scheme = get_scheme(name)
+    rng = random.Random(name)
+    ups = _random_updates(rng, scheme)
+    back = decode_updates(encode_updates(ups, scheme), scheme)
+    assert back == ups
+    for (_, _, t, _), (_, _, t2, _) in zip(ups, back):
+        assert type(t2) is tuple and t2 == t
+
+
+def test_plain_msgpack_no_pickle():
+    data = encode_updates([(1, "link", ("a", ("b", 1)), None)])
+    assert msgpack.unpackb(data, use_list=False) == ((1, "link", ("a", ("b", 1))),)
+
+
+def test_derivation_h_is_shipped_as_indices():
+    scheme = get_scheme("derivation")
+    s = frozenset({("link", ("a", "b")), ("reachable", ("b", "c"))})
+    full = encoded_size([(1, "reachable", ("a", "c"), (s, s))], scheme)
+    none = encoded_size([(1, "reachable", ("a", "c"), (s, frozenset()))], scheme)
+    assert full - none == 2  # two small integers, not two facts
+
+
+def test_unencodable_value_is_an_input_error():
+    with pytest.raises(InputError):
+        encode_updates([(1, "p", (object(),), None)])
+
+
+def test_transport_counts_encoded_bytes_per_node_and_worker():
+    scheme = get_scheme("derivation")
+    tr = InMemoryTransport("fifo", 0, placement=Placement({"a": 0, "b": 0, "c": 1}))
+    tr.connect(Codec(scheme), lambda node: None)
+    ups = _random_updates(random.Random(1), scheme, 5)
+    tr.send("a", "b", ups[:2])
+    tr.send("a", "c", ups[2:])
+    tr.send("a", "a", ups)
+    m = tr.metrics
+    expect = encoded_size(ups[:2], scheme) + encoded_size(ups[2:], scheme)
+    assert m.totals["bytes_sent"] == expect
+    assert m.totals["messages_sent"] == 2 and m.totals["tuples_sent"] == 5
+    assert m.totals["worker_bytes_sent"] == encoded_size(ups[2:], scheme)
+    assert m.totals["local_tuples"] == 5
+    assert m.per_node["a"]["bytes_sent"] == expect and m.per_worker[0]["messages_sent"] == 2
+    delivered = []
+    while tr.in_flight():
+        delivered += tr.poll()
+    assert sorted(map(repr, (u for _, u in delivered))) == sorted(map(repr, ups + ups))
+
+
+@pytest.mark.parametrize("delivery", ["fifo", "random", "adversarial"])
+def test_delivery_orders(delivery):
+    tr = InMemoryTransport(delivery, 3)
+    sent = {}
+    for src in ("a", "b"):
+        ups = [(1 if i % 3 else -1, "p", (src, i), None) for i in range(12)]
+        sent[src] = ups
+        tr.send(src, "z", ups)
+    got = []
+    while tr.in_flight():
+        got += [u for _, u in tr.poll()]
+    assert sorted(got) == sorted(sent["a"] + sent["b"])
+    if delivery == "fifo":
+        for src in ("a", "b"):
+            assert [u for u in got if u[2][0] == src] == sent[src]
+    if delivery == "adversarial":
+        dels = [u for u in got if u[0] < 0]
+        assert got[:len(dels)] == dels  # every deletion before every insertion
+        assert got[len(dels):] == sorted(got[len(dels):], key=lambda u: (u[2][0] == "a",
+                                         -u[2][1]))
+
+
+def test_random_delivery_overtakes():
+    orders = set()
+    for seed in range(5):
+        tr = InMemoryTransport("random", seed)
+        tr.send("a", "z", [(1, "p", (i,), None) for i in range(20)])
+        got = []
+        while tr.in_flight():
+            got += [u[2][0] for _, u in tr.poll()]
+        orders.add(tuple(got))
+    assert len(orders) > 1 and tuple(range(20)) not in orders
