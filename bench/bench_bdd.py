@@ -20,13 +20,14 @@ import random
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import msgpack
 
 from bench.common import print_header, print_table, timer
 from provenance.bdd import BDDContext, var_name
 
-sys.path.insert(0, "tests")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))   # graphs.py
 
 
 def _time(fn, repeat: int) -> float:
@@ -57,7 +58,6 @@ def reachable_provenance(ctx: BDDContext, n: int, m: int, seed: int):
     from graphs import random_links
     import psn
     from provenance.posbool import BDDSemiring, evaluate_annotated
-    from pathlib import Path
     prog = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
     links = [(a, b) for a, b, _ in random_links(n, m, random.Random(seed))]
     base = {"link": {t: ctx.var(var_name(i)) for i, t in enumerate(links)}}

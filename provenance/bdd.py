@@ -22,10 +22,13 @@ Manager policy (measured facts in RUNTIME.md Sec. 7):
   ~8 MiB, which matters with one manager per worker and many workers per machine.
 * Dynamic reordering is **off** by default. Variables are kept in insertion-id order in every
   manager (a new ``x<i>`` is inserted at the level of its id among the declared ones), so all
-  managers share one relative order: rebuilding a received BDD then costs one ``ite`` per node
-  without reshuffling, runs are reproducible, and no sifting pause hits the engine loop.
+  managers share one relative order: rebuilding a received BDD then follows the sender's
+  order, runs are reproducible, and no sifting pause hits the engine loop.
   ``BDDContext(reorder=True)`` turns CUDD's sifting on (new variables are then appended);
-  correctness never depends on the order (the wire form is order-independent).
+  correctness never depends on the order (the wire form is order-independent). Measured
+  (``bench/bench_bdd.py`` and the issue 5 report): sifting shrinks large reachability
+  provenance a lot (largest BDD of a 16-node, 40-link graph: 15,096 nodes in insertion
+  order, 1,255 with sifting), so the ``absorption`` scheme turns it on for its managers.
 
 Wire form (msgpack-able, ints only apart from non-standard variable names)::
 
@@ -47,7 +50,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 import msgpack
 import dd.cudd as _cudd
@@ -297,6 +300,33 @@ class BDDContext:
         """``new & ~old``: what a new derivation adds to a stored provenance (Liu Alg. 1-2:
         deltaPv, and ``x - y = x & ~y`` for deletions)."""
         return new & ~old
+
+    def monotone_diff(self, new: Function, old: Function) -> Function:
+        """The derivations of ``new`` that ``old`` does not absorb: the OR of the prime
+        implicants of ``new`` not implied by ``old`` (both monotone).
+
+        This is the difference of PosBool provenance. Like ``new & ~old`` (:meth:`diff`,
+        Liu Alg. 1 deltaPv) it satisfies ``old | d == old | new`` and is false exactly when
+        ``new`` is absorbed, but it stays monotone: no negative literal is ever shipped, so
+        every stored provenance stays a positive formula (its minimal SOP exists) and a
+        variable occurs in a provenance only through derivations that used it.
+
+        It equals the upward closure of ``new & ~old``: a set ``S`` satisfies it iff some
+        ``S' <= S`` satisfies ``new & ~old`` (such an ``S'`` contains a prime ``p`` of ``new``
+        and, ``old`` being monotone, ``p`` does not imply ``old``; conversely such a prime
+        satisfies ``new & ~old``). The closure is taken one variable at a time,
+        ``d |= x & d[x := false]``, all in CUDD, and only for the variables of ``old`` (the
+        only ones that can occur negatively).
+        """
+        d = new & ~old
+        if d == self.false:
+            return d
+        let, support = self.bdd.let, self.bdd.support
+        for v in support(d) & support(old):      # d is already monotone in new's own vars
+            low = let({v: False}, d)
+            if low != self.false:
+                d = d | (self._vars.get(v) or self.var(v)) & low
+        return d
 
     def is_false(self, f: Function) -> bool:
         return f == self.false

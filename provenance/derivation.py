@@ -8,8 +8,8 @@ facts found to lie on a cycle. A fact is ``(pred, tuple)``; ``S`` and ``H`` are 
 * pick: if the fact is in its own ``S`` it is added to ``H`` (the stored occurrence and the
   fired delta both carry the new ``H``); a deletion waits until the occurrence with exactly
   that annotation is present, then removes it;
-* fire: ``S = {b1..bn} ∪ S1 ∪ ... ∪ Sn``, ``H = H1 ∪ ... ∪ Hn``, one derived update per choice
-  of occurrences of the body facts; an update whose fact is already in its ``H`` is not sent.
+* fire: ``S = {b1..bn} ∪ S1 ∪ ... ∪ Sn``, ``H = H1 ∪ ... ∪ Hn``, one derived update per
+  choice of occurrences of the body facts; an update whose fact is already in its ``H`` is not sent.
 
 This terminates and is correct under any delivery order, but enumerates every cycle-free
 derivation: it grows exponentially on well-connected graphs.

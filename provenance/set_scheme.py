@@ -10,7 +10,8 @@ whether another derivation still supports a fact, so ``set`` is exact only for i
 runs (a deletion removes the fact and propagates; deletions left waiting at quiescence are
 dropped). Aggregates retract their old result when it changes, so rules that read an
 aggregate's result see deletions even in an insertion-only run: the aggregate relations
-themselves stay exact, what is derived from them may not. Use ``derivation`` (or ``absorption``, issue 5) when facts are deleted.
+themselves stay exact, what is derived from them may not. Use ``derivation`` (or
+``absorption``, issue 5) when facts are deleted.
 """
 
 from __future__ import annotations

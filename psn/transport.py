@@ -83,8 +83,19 @@ class Placement:
     def __init__(self, mapping: Mapping | Callable | None = None, default: Any = "node"):
         self._map = mapping
         self._default = default
+        self._cache: dict = {}
 
     def worker(self, node: Any) -> Any:
+        """The worker hosting ``node`` (memoized: placements do not change during a run)."""
+        try:
+            return self._cache[node]
+        except KeyError:
+            w = self._cache[node] = self._lookup(node)
+            return w
+        except TypeError:  # pragma: no cover - unhashable node value
+            return self._lookup(node)
+
+    def _lookup(self, node: Any) -> Any:
         m = self._map
         if callable(m):
             return m(node)
@@ -237,10 +248,8 @@ class InMemoryTransport:
         data = None
         if codec is not None:
             ctx = self._context_of(src)
-            data = codec.encode(updates, ctx)
+            data, ann_bytes = codec.encode_measured(updates, ctx)
             size = len(data)
-            ann_bytes = (sum(codec.annotation_size(u[3], ctx) for u in updates)
-                         if codec.scheme.ships_annotations else 0)
         else:
             size = ann_bytes = 0
         m.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
@@ -283,17 +292,18 @@ class InMemoryTransport:
     def _poll_fifo(self) -> list:
         out: list = []
         rng = self.rng
-        chans = [(k, q) for k, q in self._channels.items() if q]
+        chans = list(self._channels.items())
         everything = self.chunk == "all"
         for i, (key, q) in enumerate(chans):
             if not everything and rng.random() < 0.5 and (out or i < len(chans) - 1):
                 continue
             n = len(q) if everything else rng.randint(1, len(q))
             dst = key[1]
-            for _ in range(n):
-                out.append((dst, q.popleft()))
-        for key in [k for k, q in self._channels.items() if not q]:
-            del self._channels[key]
+            if n == len(q):
+                out.extend((dst, u) for u in q)
+                del self._channels[key]
+            else:
+                out.extend((dst, q.popleft()) for _ in range(n))
         return out
 
     def _poll_random(self) -> list:

@@ -39,13 +39,30 @@ def encode_updates(updates: Iterable[tuple], scheme=None, ctx=None) -> bytes:
         The annotation scheme and the *sender's* context, for ``scheme.serialize``; without a
         scheme annotations are left out.
     """
-    rows = []
-    ser = scheme.serialize if scheme is not None else None
-    for sign, pred, tup, ann in updates:
-        data = ser(ctx, ann) if ser is not None else None
-        rows.append((sign, pred, tup) if data is None else (sign, pred, tup, data))
+    return _encode(updates, scheme, ctx, False)[0]
+
+
+def _encode(updates, scheme, ctx, measure: bool) -> tuple[bytes, int]:
+    ann_bytes = 0
+    if scheme is None or not scheme.ships_annotations:
+        rows = [u[:3] for u in updates]
+    else:
+        rows = []
+        ser = scheme.serialize
+        for sign, pred, tup, ann in updates:
+            data = ser(ctx, ann)
+            if data is None:
+                rows.append((sign, pred, tup))
+            else:
+                rows.append((sign, pred, tup, data))
+                if measure:
+                    ann_bytes += len(_packb(data))
+    return _packb(rows), ann_bytes
+
+
+def _packb(obj) -> bytes:
     try:
-        return msgpack.packb(rows, use_bin_type=True, default=_pack_default)
+        return msgpack.packb(obj, use_bin_type=True, default=_pack_default)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(f"value cannot be sent on the wire: {exc}") from None
 
@@ -77,6 +94,11 @@ class Codec:
 
     def encode(self, updates: Iterable[tuple], ctx: Any = None) -> bytes:
         return encode_updates(updates, self.scheme, ctx)
+
+    def encode_measured(self, updates: Iterable[tuple], ctx: Any = None) -> tuple[bytes, int]:
+        """The encoded bytes and the bytes of the serialized annotations inside them
+        (per-tuple provenance size, summed), serializing each annotation once."""
+        return _encode(updates, self.scheme, ctx, True)
 
     def decode(self, data: bytes, ctx: Any = None) -> list[tuple]:
         return decode_updates(data, self.scheme, ctx)

@@ -122,6 +122,7 @@ def build_simulation(args: argparse.Namespace, program=None):
     if getattr(args, "pick", "all") == "one":
         engine_options["batch"] = False
     return Simulation(program, topo, annotation=getattr(args, "annotation", "best"),
+                      ship=getattr(args, "ship", None),
                       placement=placement, delivery=getattr(args, "delivery", "random"),
                       seed=seed, processing=getattr(args, "processing", None),
                       local_latency=local, cost=getattr(args, "cost", "latency"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, Callable
+from typing import Callable
 
 __all__ = ["Event", "EventQueue"]
 

@@ -31,8 +31,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from psn.errors import InputError
-
 from .clock import VirtualClock
 from .delivery import Delivery, ProcessingModel
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
@@ -92,7 +90,9 @@ class Simulation:
         ``"fifo"``, ``"random"`` (default), ``"adversarial"``, with options
         (:func:`sim.delivery.make_delivery`), or a :class:`~sim.delivery.Delivery`.
     seed:
-        Seeds the one ``random.Random`` of the run (delivery jitter and workload choices).
+        Seeds the run's two ``random.Random`` generators: ``rng`` (delivery jitter) and
+        ``workload_rng`` (which links and sensors a workload picks, so that the same seed
+        gives the same workload whatever the delivery model or placement).
     processing:
         A :class:`~sim.delivery.ProcessingModel` or a string such as ``"20us+50us"``.
     local_latency:
@@ -105,6 +105,9 @@ class Simulation:
     state_metrics:
         Measure per-node state and provenance bytes after every step (costs a pass over
         all stored tuples).
+    ship:
+        MinShip policy (Liu Sec. 5), passed to the engine when it takes one; ``None`` means
+        ``"lazy"`` with absorption provenance and the engine's default otherwise.
     engine_options:
         Passed to :class:`psn.engine.Network` (e.g. ``batch=False``).
     """
@@ -115,12 +118,13 @@ class Simulation:
                  processing: "ProcessingModel | str | None" = None,
                  local_latency: float | None = None, cost: str = "latency",
                  roundtrip: bool = False, state_metrics: bool = True,
-                 engine_options: dict | None = None):
+                 ship: str | None = None, engine_options: dict | None = None):
         from psn.engine import Network
         self.program = _load_program(program)
         self.topology = _load_topology(topology, seed)
         self.seed = seed
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed)                        # delivery jitter
+        self.workload_rng = random.Random(f"{seed}/workload")   # workload choices
         self.annotation = best_annotation() if annotation == "best" else annotation
         if isinstance(placement, Placement):
             self.placement = placement
@@ -133,8 +137,14 @@ class Simulation:
         self.transport = SimTransport(self.topology, delivery=delivery, rng=self.rng,
                                       placement=self.placement, processing=processing,
                                       clock=self.clock, latency=latency, roundtrip=roundtrip)
+        options = dict(engine_options or {})
+        if ship is None and self.annotation == "absorption":
+            ship = "lazy"                   # Liu Sec. 5: the cheapest provenance scheme
+        if ship is not None and _accepts(Network, "ship"):
+            options.setdefault("ship", ship)
+        self.ship = options.get("ship")
         self.net = Network(self.program, annotation=self.annotation,
-                           transport=self.transport, **(engine_options or {}))
+                           transport=self.transport, **options)
         self.cost = cost
         self.state_metrics = state_metrics
         arities = self.program.arities()
@@ -143,7 +153,7 @@ class Simulation:
         self.steps: list[StepResult] = []
         self._expiry: dict = {}
         self._snapshot = Counters()
-        self._node_snap: dict = {}
+        self._size_cache: dict = {}
         self.expired = 0
         if self.program.facts:        # facts in the program text: the engine queued them
             self._run_step(Step("program facts"), check=False)
@@ -172,6 +182,7 @@ class Simulation:
             "nodes": getattr(topo, "n", None),
             "links": getattr(topo, "num_links", None),
             "annotation": getattr(self.annotation, "name", self.annotation),
+            "ship": self.ship,
             "placement": self.placement.describe(),
             "delivery": self.transport.delivery.describe(),
             "processing": self.transport.processing.describe(),
@@ -201,8 +212,8 @@ class Simulation:
             Stop after this many steps.
         """
         workload = parse_workload(spec, self.topology)
-        ctx = WorkloadContext(self.topology, {}, self.rng, self.link_arity, self.cost,
-                              self.uses)
+        ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
+                              self.link_arity, self.cost, self.uses)
         total = workload.count(self.topology)
         bar = _progress_bar(total, progress, workload.spec)
         out = []
@@ -327,7 +338,7 @@ class Simulation:
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
         per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
         if self.state_metrics:
-            states = state_figures(self.net)
+            states = state_figures(self.net, self._size_cache)
             for n, fig in states.items():
                 per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)
                 w = self.placement.worker_of(n)
@@ -350,7 +361,8 @@ class Simulation:
         the reference prunes by aggregate selection (Liu Sec. 6) are not compared.
         """
         import psn
-        ref = psn.evaluate(self.program, self.base_facts())
+        # the ledger holds the program's own facts too (they can be deleted like any other)
+        ref = psn.evaluate(self.program.with_(facts=()), self.base_facts())
         return compare_relations(self.relations(), ref, skip=_aggsel_pruned(self.program))
 
     # ------------------------------------------------------------------ output
@@ -380,16 +392,23 @@ class Simulation:
         }
 
 
-def state_figures(net) -> dict:
+def state_figures(net, cache: dict | None = None) -> dict:
     """Per node ``{"tuples", "provenance_bytes", "state_bytes"}`` of an engine network.
 
     ``provenance_bytes``: serialized size (msgpack, ``psn.wire``) of every stored
     annotation occurrence (Liu Sec. 7.1 "per-tuple provenance overhead" is its ratio to
     ``tuples``); ``state_bytes``: that plus the msgpack size of every stored tuple (the
     "operator state"), hidden relations (localizer auxiliaries, aggregate inputs) included.
+
+    ``cache`` (a dict kept between calls) remembers each stored tuple's sizes with the
+    stored value they were measured on; a tuple whose stored value is the same object as
+    last time is not measured again (the engine replaces, never mutates, committed values).
     """
     import msgpack
     codec, scheme = net.codec, net.scheme
+    if cache is None:
+        cache = {}
+    fresh: dict = {}
     out = {}
     for nid, node in net.nodes.items():
         ctx = node.ctx
@@ -398,13 +417,23 @@ def state_figures(net) -> dict:
             if not table:
                 continue
             tuples += len(table)
-            tup_bytes += sum(len(msgpack.packb(t, use_bin_type=True, default=list))
-                             for t in table) + len(pred) * len(table)
-            for stored in table.values():
-                for occ in scheme.occurrences(stored):
-                    prov += codec.annotation_size(occ, ctx)
+            for t, stored in table.items():
+                key = (nid, pred, t)
+                hit = cache.get(key)
+                if hit is not None and hit[0] is stored:
+                    p, b = hit[1], hit[2]
+                else:
+                    p = sum(codec.annotation_size(occ, ctx)
+                            for occ in scheme.occurrences(stored))
+                    b = len(pred) + len(msgpack.packb(t, use_bin_type=True, default=list))
+                    hit = (stored, p, b)
+                fresh[key] = hit
+                prov += p
+                tup_bytes += b
         out[nid] = {"tuples": tuples, "provenance_bytes": prov,
                     "state_bytes": prov + tup_bytes}
+    cache.clear()
+    cache.update(fresh)        # only what is stored now: deleted tuples are forgotten
     return out
 
 
@@ -432,6 +461,16 @@ def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
             if len(diff) < limit:
                 diff.append((rel, "-", t))
     return equal, diff
+
+
+def _accepts(fn, name: str) -> bool:
+    """True if ``fn`` (a class or function) takes a keyword argument ``name``."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def _aggsel_pruned(program) -> set[str]:

@@ -108,7 +108,8 @@ class Phase:
 
 @dataclass
 class InsertLinks(Phase):
-    """Insert links up to each fraction of all of them (Liu Sec. 7.2, Fig. 7)."""
+    """Insert links up to each fraction of all of them (Liu Sec. 7.2, Fig. 7); link tuples
+    already present are not inserted again."""
 
     fractions: tuple = (1.0,)
     loads_links = True
@@ -119,9 +120,10 @@ class InsertLinks(Phase):
         m, done = len(order), 0
         for f in self.fractions:
             upto = max(done, min(m, round(f * m)))
-            batch = [l for l in order[done:upto]]
+            batch = order[done:upto]
             done = upto
-            tuples = [t for u, v in batch for t in ctx.link_tuples(u, v)]
+            present = ctx.base.get("link", ())
+            tuples = [t for u, v in batch for t in ctx.link_tuples(u, v) if t not in present]
             yield Step(f"insert {f:g}", insert={"link": tuples})
 
     def count(self, topology):

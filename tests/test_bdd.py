@@ -281,3 +281,25 @@ def test_names_and_levels_follow_insertion_ids():
     assert ctx.num_vars == 40
     assert format_fact("cost", ("a", 3), loc=0) == "cost(@a,3)"
     assert format_fact("cost", ("a", 3)) == "cost(a,3)"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_monotone_difference_keeps_the_unabsorbed_derivations(seed):
+    """d = monotone_diff(new, old): old | d == old | new, d <= new, d is positive, and its
+    minimal sets are exactly the minimal sets of new that old does not imply."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(60):
+        new_sets, old_sets = rand_sets(rng, max_terms=5), rand_sets(rng, max_terms=5)
+        if rng.random() < 0.2:
+            old_sets = new_sets[: len(new_sets) // 2]
+        new, old = ctx.from_sets(new_sets), ctx.from_sets(old_sets)
+        d = ctx.monotone_diff(new, old)
+        assert ctx.or_(old, d) == ctx.or_(old, new)
+        assert ctx.is_false(ctx.diff(d, new))
+        assert ctx.is_false(d) == ctx.is_false(ctx.diff(new, old))
+        old_min = minimize(old_sets)
+        expect = {p for p in minimize(new_sets) if not any(q <= p for q in old_min)}
+        assert set(ctx.minimal_sop(d)) == expect
+    assert ctx.monotone_diff(ctx.true, ctx.false) == ctx.true
+    assert ctx.monotone_diff(ctx.var("x1"), ctx.true) == ctx.false

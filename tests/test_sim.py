@@ -318,3 +318,19 @@ def test_metrics_json_and_csv(tmp_path):
     assert [r["scope"] for r in rows] == ["total", "node", "node", "worker"]
     assert rows[0]["bytes_sent"] == "100" and rows[0]["check"] == "false"
     assert rows[1]["id"] == "0" and float(rows[1]["provenance_per_tuple"]) == 0.0
+
+
+def test_a_busy_worker_keeps_channel_order():
+    """A message queued at a busy worker is not overtaken by a later message of the same
+    channel that arrives exactly when the worker becomes free."""
+    tr = SimTransport(make("line", n=2, latency=10), delivery="fifo",
+                      processing=ProcessingModel(0, 0.015))
+    tr.send(None, 1, [upd(0)])
+    tr.poll()                                   # node 1's worker is busy until 15 ms
+    tr.send(0, 1, [upd(1)])                     # arrives at 10 ms: waits
+    tr.clock.run(until=0.005)
+    tr.send(0, 1, [upd(2)])                     # arrives at exactly 15 ms
+    got = drain(tr)
+    assert [u[2][0] for _, _, u in got] == [1, 2]
+    assert all(t == pytest.approx(0.015) for t, _, _ in got)
+    assert tr.deferred == 2

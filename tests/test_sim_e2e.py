@@ -174,3 +174,41 @@ def test_cli_runner(tmp_path, capsys):
     args.topology_option = ["bogus=1"]
     with pytest.raises(psn.PSNError):
         sim.run_from_args(args)
+
+
+def _fingerprint(steps):
+    return [(s.label, s.sim_time, s.events, s.traffic["bytes_sent"]) for s in steps]
+
+
+def test_a_run_is_a_function_of_its_seed():
+    runs = []
+    for seed in (5, 5, 6):
+        s = Simulation(REACHABLE, topologies.make("ring", n=4), annotation="derivation",
+                       delivery="random", seed=seed)
+        runs.append(_fingerprint(s.run_workload("insert:0.5,1.0;delete-links:1")))
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_progress_bar_only_when_asked(capsys):
+    s = Simulation(REACHABLE, topologies.make("line", n=3), annotation="set", seed=0)
+    s.run_workload("insert:0.5,1.0", progress=False)
+    assert capsys.readouterr().err == ""
+    s.run_workload("insert:1.0", progress=None)          # stderr is not a terminal here
+    assert capsys.readouterr().err == ""
+    s.run_workload("insert:1.0", progress=True)
+    assert "step" in capsys.readouterr().err
+
+
+def test_program_facts_are_base_facts_like_any_other():
+    prog = psn.parse("""
+        link(@0, 1). link(@1, 2).
+        r1 reachable(@S, D) :- link(@S, D).
+        r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
+    """)
+    s = Simulation(prog, topologies.make("line", n=4), annotation="derivation", seed=1)
+    assert [x.label for x in s.steps] == ["program facts"]
+    assert s.relations()["reachable"] == {(0, 1), (0, 2), (1, 2)}
+    steps = s.run_workload("insert:1.0;flap:0-1:1", check=True)
+    assert steps[0].inserted == 6 - 2          # (0, 1) and (1, 2) were there already
+    assert_all_checked(steps)

@@ -1,0 +1,39 @@
+"""Batch evaluation on Spark: the reference results distributed runs are checked against.
+
+Role: :func:`evaluate_spark` (synchronous semi-naive evaluation of an NDlog program as
+Spark DataFrame jobs, RUNTIME.md §6) and :func:`get_session` (one local Spark session per
+process, or any cluster by master URL). Importing this package does not import pyspark;
+the functions do, when called.
+
+Deliberately not here: the Python reference (:mod:`psn.reference`), comparison of results
+(:mod:`psn.check`), and anything the engine imports (the engine never depends on Spark).
+"""
+
+from __future__ import annotations
+
+__all__ = ["evaluate_spark", "get_session", "stop_session", "SparkStats"]
+
+
+def evaluate_spark(program, facts=None, **options):
+    """See :func:`psn.batch.spark.evaluate_spark`."""
+    from .spark import evaluate_spark as _evaluate_spark
+    return _evaluate_spark(program, facts, **options)
+
+
+def get_session(master=None):
+    """See :func:`psn.batch.session.get_session`."""
+    from .session import get_session as _get_session
+    return _get_session(master)
+
+
+def stop_session():
+    """See :func:`psn.batch.session.stop_session`."""
+    from .session import stop_session as _stop_session
+    return _stop_session()
+
+
+def __getattr__(name):
+    if name == "SparkStats":
+        from .spark import SparkStats
+        return SparkStats
+    raise AttributeError(name)

@@ -42,11 +42,15 @@ logger.native.name = org.apache.hadoop.util.NativeCodeLoader
 logger.native.level = off
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 
 
 def _log4j_file() -> str:
-    path = os.path.join(tempfile.gettempdir(), f"psn-spark-log4j2-{os.getuid()}-v3.properties")
+    path = os.path.join(tempfile.gettempdir(), f"psn-spark-log4j2-{os.getuid()}-v4.properties")
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as fh:
@@ -109,8 +113,20 @@ def get_session(master: str | None = None):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         session = _builder(chosen, local).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
+        _quiet_python_loggers()
         _SESSION, _MASTER = session, chosen
         return session
+
+
+def _quiet_python_loggers() -> None:
+    """PySpark logs every failed query's context as JSON on stderr; our callers translate
+    those failures into PSN errors, so the log is noise."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # older PySpark: nothing to silence
+        return
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
 
 
 def stop_session() -> None:

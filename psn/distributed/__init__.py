@@ -19,9 +19,19 @@ iteration (``psn.engine``), annotation schemes (``provenance``), the simulator (
 
 from __future__ import annotations
 
-from .network import CaptureTransport, RayNetwork, WorkerPool
 from .runtime import start_ray, startup_seconds, stop_ray
 from .shard import Shard, ShardMap, stable_hash
+
+_LAZY = {"RayNetwork", "WorkerPool", "CaptureTransport"}
+
+
+def __getattr__(name: str):
+    # ``ray`` is imported only when the driver classes are first used, so that the CLI can
+    # add this package's options cheaply
+    if name in _LAZY:
+        from . import network
+        return getattr(network, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["RayNetwork", "WorkerPool", "CaptureTransport", "Shard", "ShardMap",
            "stable_hash", "start_ray", "stop_ray", "startup_seconds", "cli_options",

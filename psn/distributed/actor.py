@@ -13,7 +13,9 @@ it), and none is needed for termination detection: the driver counts batches sen
 received per worker (:meth:`status`).
 
 An error inside a fire-and-forget call cannot reach the driver through its return value, so
-the actor stores the first error and reports it with :meth:`status`.
+the actor stores the first error and reports it with :meth:`status`: a
+:class:`psn.errors.PSNError` as itself (the driver raises it, span and all), anything else as
+its traceback text.
 
 Deliberately not here: the engine loop (``shard``), termination detection, recovery and the
 ledger (``psn.distributed.network``), starting Ray (``psn.distributed.runtime``).
@@ -25,6 +27,8 @@ import os
 import traceback
 
 import ray
+
+from ..errors import PSNError
 
 from .shard import Shard, pack
 
@@ -47,14 +51,15 @@ class ShardActor:
         return os.getpid(), self.epoch
 
     def configure(self, epoch: int, index: int, key: str, program, annotation: str,
-                  shards, peers: list, batch: bool = True, roundtrip: bool = False) -> int:
+                  shards, peers: list, batch: bool = True, roundtrip: bool = False,
+                  on_node=None) -> int:
         """Start epoch ``epoch`` with an empty shard: drop every node and counter.
 
         ``program`` is the source :class:`psn.ast.Program` (prepared here once per ``key``
         and cached), ``annotation`` a scheme name, ``shards`` a
         :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
-        by index. This one-time setup travels through Ray's own serialization; updates never
-        do.
+        by index, ``on_node`` an optional callable installing stages on every new node. This
+        one-time setup travels through Ray's own serialization; updates never do.
         """
         from provenance import get_scheme
         from ..engine import prepare
@@ -65,7 +70,7 @@ class ShardActor:
         self.error = None
         self.crash_countdown = None
         self.shard = Shard(index, self._prepared[1], get_scheme(annotation), shards,
-                           batch=batch, roundtrip=roundtrip)
+                           batch=batch, roundtrip=roundtrip, on_node=on_node)
         return os.getpid()
 
     # -- updates -------------------------------------------------------------------------
@@ -78,9 +83,12 @@ class ShardActor:
             for payload in payloads:
                 self.shard.receive_payload(payload, counted=False)
             return self._send()
-        except Exception:  # noqa: BLE001 - reported through status()
-            self.error = traceback.format_exc()
+        except Exception as exc:  # noqa: BLE001 - reported through status()
+            self._failed(exc)
             return 0
+
+    def _failed(self, exc: Exception) -> None:
+        self.error = exc if isinstance(exc, PSNError) else traceback.format_exc()
 
     def deliver(self, epoch: int, src: int, payload: bytes) -> None:
         """A batch from worker ``src`` (fire-and-forget)."""
@@ -93,8 +101,8 @@ class ShardActor:
         try:
             self.shard.receive_payload(payload)
             self._send()
-        except Exception:  # noqa: BLE001 - reported through status()
-            self.error = traceback.format_exc()
+        except Exception as exc:  # noqa: BLE001 - reported through status()
+            self._failed(exc)
 
     def _send(self) -> int:
         out = self.shard.take_outbox()
@@ -111,19 +119,19 @@ class ShardActor:
             n = self.shard.flush()
             self._send()
             return n
-        except Exception:  # noqa: BLE001
-            self.error = traceback.format_exc()
+        except Exception as exc:  # noqa: BLE001
+            self._failed(exc)
             return 0
 
     # -- termination detection -----------------------------------------------------------
-    def status(self, epoch: int) -> tuple[int, int, int, str | None]:
+    def status(self, epoch: int) -> tuple:
         """``(epoch, batches sent, batches received, error or None)`` of this worker."""
         if self.shard is None:
             return self.epoch, 0, 0, None
         return self.epoch, self.shard.batches_sent, self.shard.batches_received, self.error
 
     # -- reading -------------------------------------------------------------------------
-    def finish(self, epoch: int) -> tuple[int, str | None]:
+    def finish(self, epoch: int) -> tuple:
         """After quiescence: check deletions left waiting (see ``Shard.check_waiting``)."""
         return self.epoch, (self.error or self.shard.check_waiting())
 

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
 
-from ..errors import EvaluationError, InputError
+from ..errors import EvaluationError, InputError, PSNError
 from ..parser import parse
 from ..transport import LogicalClock, Placement, TrafficMetrics
 from .actor import actor_class
@@ -197,13 +197,17 @@ class RayNetwork:
         :meth:`close`.
     max_recoveries:
         Worker failures tolerated per network before giving up.
+    on_node:
+        As for :class:`psn.engine.Network`: called with every new node, on the worker that
+        hosts it (so it must be picklable: a module-level function or object).
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
                  annotation: str = "derivation", workers: int | None = None,
                  address: str | None = None, placement=None, seed: int = 0,
                  batch: bool = True, roundtrip: bool = False,
-                 pool: WorkerPool | None = None, max_recoveries: int = 5):
+                 pool: WorkerPool | None = None, max_recoveries: int = 5,
+                 on_node=None):
         from ..engine import Network
         if isinstance(program, str):
             program = parse(program)
@@ -219,6 +223,7 @@ class RayNetwork:
         self.annotation = annotation
         self.seed = seed
         self.batch, self.roundtrip = batch, roundtrip
+        self.on_node = on_node
         self._own_pool = pool is None
         self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
         n = len(self.pool) if workers is None else workers
@@ -337,7 +342,8 @@ class RayNetwork:
     def _configure_all(self) -> None:
         actors = self.pool.actors[:self.workers]
         refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.annotation,
-                                   self.shards, actors, self.batch, self.roundtrip)
+                                   self.shards, actors, self.batch, self.roundtrip,
+                                   self.on_node)
                 for i, a in enumerate(actors)]
         try:
             ray.get(refs)
@@ -372,7 +378,7 @@ class RayNetwork:
             self.polls += 1
             for i, (_, _, err) in enumerate(rows):
                 if err:
-                    raise EvaluationError(f"Ray worker {i} failed:\n{err.rstrip()}")
+                    _raise(i, err)
             sent = sum(r[0] for r in rows)
             received = sum(r[1] for r in rows)
             now = (sent, received)
@@ -387,10 +393,12 @@ class RayNetwork:
     def _finish(self) -> None:
         for i, err in enumerate(self._call("finish")):
             if err:
-                raise EvaluationError(f"Ray worker {i}: {err.rstrip()}")
+                _raise(i, err)
 
     def _gather(self, method: str, *args) -> list:
         """Call a read-only method on every worker, recovering from failures first."""
+        if self._needs_replay:   # never run, or a failure not yet repaired
+            self.run()
         while True:
             try:
                 return [unpack(b) for b in self._call(method, *args)]
@@ -467,3 +475,11 @@ class RayNetwork:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _raise(worker: int, err) -> None:
+    """Raise a worker's error in the driver: a PSN error as itself, else as an
+    :class:`~psn.errors.EvaluationError` carrying the worker's traceback."""
+    if isinstance(err, PSNError):
+        raise err
+    raise EvaluationError(f"Ray worker {worker} failed: {str(err).rstrip()}")

@@ -106,10 +106,13 @@ class Shard:
         Nodes pick all pickable updates per step (default) or one.
     roundtrip:
         Decode every message between two nodes of this worker from its bytes, too.
+    on_node:
+        Called with every new node (installs pick and send stages: aggregate selection,
+        MinShip), as :class:`psn.engine.Network`'s ``on_node``.
     """
 
     def __init__(self, index: int, program, scheme, shards, *, batch: bool = True,
-                 roundtrip: bool = False):
+                 roundtrip: bool = False, on_node=None):
         self.index = index
         self.program = program
         self.scheme = scheme
@@ -117,6 +120,7 @@ class Shard:
         self.shards = shards
         self.batch = batch
         self.roundtrip = roundtrip
+        self.on_node = on_node
         self.shared = scheme.shared_context()
         self.nodes: dict[Any, Node] = {}
         self.contexts: dict[Any, Any] = {}
@@ -144,6 +148,8 @@ class Shard:
                                       f"{self.shards(nid)}")
             n = self.nodes[nid] = Node(nid, self.program, self.scheme, self.context_of(nid),
                                        batch=self.batch)
+            if self.on_node is not None:
+                self.on_node(n)
         return n
 
     # -- receiving -----------------------------------------------------------------------

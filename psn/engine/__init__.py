@@ -2,8 +2,10 @@
 
 Role: Nigam et al. 2012 (Algorithm 1, Fig. 2-3) as a library. :class:`Node` holds one node's
 state and queue and runs pick / fire / commit; :func:`prepare` localizes a program and splits
-head aggregates into contribution rules plus an incremental operator; :class:`Network` drives
-nodes over a :class:`psn.transport.Transport` to quiescence and is the public API::
+head aggregates into contribution rules plus an incremental operator; :class:`Ledger` keeps
+the live base insertions; :class:`WorkerHost` runs the nodes of one worker (what a Ray actor
+wraps); :class:`Network` drives nodes over a :class:`psn.transport.Transport` to quiescence
+and is the public API::
 
     net = Network(program, {"link": links}, annotation="derivation", delivery="random",
                   seed=1)
@@ -18,9 +20,11 @@ compiler import no transport; only :class:`Network` uses the in-memory one as it
 
 from __future__ import annotations
 
+from .host import WorkerHost
+from .ledger import Ledger
 from .network import Network, parse_update
 from .node import Node, PickStage, SendStage, format_fact
 from .program import CENTRAL, EngineProgram, prepare, split_aggregates
 
-__all__ = ["Network", "Node", "prepare", "split_aggregates", "EngineProgram", "CENTRAL",
-           "PickStage", "SendStage", "parse_update", "format_fact"]
+__all__ = ["Network", "Node", "WorkerHost", "Ledger", "prepare", "split_aggregates",
+           "EngineProgram", "CENTRAL", "PickStage", "SendStage", "parse_update", "format_fact"]

@@ -21,13 +21,14 @@ This module imports the in-memory transport only as the default.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from .. import ast as A
 from ..builtins import format_value
 from ..errors import EvaluationError, InputError
 from ..parser import parse, parse_atom
 from ..wire import Codec
+from .ledger import Ledger
 from .node import Node, format_fact
 from .program import CENTRAL, EngineProgram, prepare
 
@@ -98,11 +99,15 @@ class Network:
         A :class:`psn.transport.Transport`; default :class:`~psn.transport.InMemoryTransport`.
     roundtrip:
         Decode every message from its wire bytes (proves the wire format in tests).
+    on_node:
+        Called with every new :class:`~psn.engine.node.Node` (e.g. to install the pick and
+        send stages of aggregate selection and MinShip, issue 5).
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
                  annotation="derivation", delivery: str = "random", seed: int = 0,
-                 batch: bool = True, placement=None, transport=None, roundtrip: bool = False):
+                 batch: bool = True, placement=None, transport=None, roundtrip: bool = False,
+                 on_node: Callable[[Node], None] | None = None):
         from provenance import get_scheme
         if isinstance(program, str):
             program = parse(program)
@@ -119,15 +124,12 @@ class Network:
         self.codec = Codec(self.scheme)
         transport.connect(self.codec, self.context_of)
         self.batch = batch
+        self.on_node = on_node
         self.nodes: dict[Any, Node] = {}
         self._shared: dict[Any, Any] = {}
         self._contexts: dict[Any, Any] = {}
-        self._ledger: dict[tuple, list[int]] = {}
-        self._debts: dict[tuple, int] = {}
-        self._keyed: dict[tuple, tuple] = {}
+        self.ledger = Ledger(program, self._fmt)
         self._arities = dict(program.arities())
-        self._base_preds: set[str] = set()
-        self._seq = 0
         self._ready: dict[Any, None] = {}
         self.polls = 0
         self.wall_seconds = 0.0
@@ -160,6 +162,8 @@ class Network:
         if n is None:
             n = self.nodes[node_id] = Node(node_id, self.program, self.scheme,
                                            self.context_of(node_id), batch=self.batch)
+            if self.on_node is not None:
+                self.on_node(n)
         return n
 
     # -- bursts --------------------------------------------------------------------------
@@ -177,7 +181,7 @@ class Network:
         for item in burst:
             sign, pred, tup = parse_update(item)
             self._check_arity(pred, tup)
-            for s, t, seq in self._ledger_update(sign, pred, tup):
+            for s, t, seq in self.ledger.update(sign, pred, tup):
                 dst = self.program.location(pred, t)
                 ann = self.scheme.base(self.context_of(dst), (pred, t), seq)
                 pending.setdefault(dst, []).append((s, pred, t, ann))
@@ -198,52 +202,9 @@ class Network:
         if self.program.distributed and not tup:
             raise InputError(f"fact {pred}() has no location in a distributed program")
 
-    def _ledger_update(self, sign: int, pred: str, tup: tuple) -> list[tuple[int, tuple, int]]:
-        """Base-fact bookkeeping; returns the updates to inject as ``(sign, tuple, seq)``."""
-        fact = (pred, tup)
-        self._base_preds.add(pred)
-        out: list[tuple[int, tuple, int]] = []
-        if sign > 0:
-            table = self.source.table(pred)
-            if table is not None and table.keys:
-                key = (pred, tuple(tup[k - 1] for k in table.keys if k - 1 < len(tup)))
-                old = self._keyed.get(key)
-                if old is not None:
-                    for seq in self._ledger.pop((pred, old), []):
-                        out.append((-1, old, seq))
-                self._keyed[key] = tup
-            self._seq += 1
-            seq = self._seq
-            out.append((1, tup, seq))
-            if self._debts.get(fact):
-                self._debts[fact] -= 1
-                if not self._debts[fact]:
-                    del self._debts[fact]
-                out.append((-1, tup, seq))
-            else:
-                self._ledger.setdefault(fact, []).append(seq)
-            return out
-        live = self._ledger.get(fact)
-        if live:
-            seq = live.pop(0)
-            if not live:
-                del self._ledger[fact]
-                table = self.source.table(pred)
-                if table is not None and table.keys:
-                    key = (pred, tuple(tup[k - 1] for k in table.keys if k - 1 < len(tup)))
-                    if self._keyed.get(key) == tup:
-                        del self._keyed[key]
-            return [(-1, tup, seq)]
-        self._debts[fact] = self._debts.get(fact, 0) + 1
-        return []
-
     def base_facts(self) -> dict[str, set[tuple]]:
         """The current base facts (every fact with a live insertion), as sets."""
-        out: dict[str, set[tuple]] = {}
-        for (pred, tup), seqs in self._ledger.items():
-            if seqs:
-                out.setdefault(pred, set()).add(tup)
-        return out
+        return self.ledger.facts()
 
     # -- running -------------------------------------------------------------------------
     def run(self, max_polls: int | None = None) -> "Network":
@@ -256,10 +217,7 @@ class Network:
         EvaluationError
             If ``max_polls`` deliveries did not reach quiescence.
         """
-        if self._debts:
-            (pred, tup), n = next(iter(self._debts.items()))
-            raise InputError(f"cannot delete {self._fmt(pred, tup)}: it is not a base fact "
-                             f"(no insertion of it is left to delete)")
+        self.ledger.check()
         t0 = time.perf_counter()
         tr, nodes, ready = self.transport, self.nodes, self._ready
         polls = 0
@@ -331,7 +289,7 @@ class Network:
         Hidden predicates (localizer auxiliaries, aggregate contributions) are left out
         unless ``hidden``; every visible predicate of the program appears, possibly empty.
         """
-        preds = set(self.program.visible) | self._base_preds
+        preds = set(self.program.visible) | self.ledger.preds
         if hidden:
             preds |= set(self.program.predicates)
         else:

@@ -25,9 +25,11 @@ Deliberately not here: delivery, scheduling, metrics of traffic (``psn.engine.ne
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Callable, Protocol
 
-from ..errors import EvaluationError
+from provenance.base import NO_FIRE as _NO_FIRE
+
 from ..builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
@@ -43,6 +45,14 @@ def format_fact(pred: str, tup: tuple, loc: int | None = None) -> str:
     """``link(@a, b)`` (with ``@`` before argument ``loc`` if given)."""
     args = [("@" if i == loc else "") + format_value(v) for i, v in enumerate(tup)]
     return f"{pred}(" + ", ".join(args) + ")"
+
+
+def _key_getter(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """``t -> tuple(t[p] for p in positions)``, fast."""
+    if len(positions) == 1:
+        p = positions[0]
+        return lambda t: (t[p],)
+    return itemgetter(*positions)
 
 
 class PickStage(Protocol):
@@ -107,7 +117,7 @@ class Node:
         self.batch = batch
         self.state: dict[str, dict[tuple, Any]] = {}
         self.nu: dict[str, dict[tuple, Any]] = {}
-        self._index_specs: dict[str, list[tuple[tuple[int, ...], dict]]] = {}
+        self._index_specs: dict[str, list[tuple[Callable, dict]]] = {}
         self._indexes: dict[tuple[str, tuple[int, ...]], dict] = {}
         self._nu_cache: dict = {}
         self._touched: list[str] = []
@@ -142,10 +152,10 @@ class Node:
         idx = self._indexes.get(key)
         if idx is None:
             idx = self._indexes[key] = {}
-            self._index_specs.setdefault(pred, []).append((positions, idx))
+            key_of = _key_getter(positions)
+            self._index_specs.setdefault(pred, []).append((key_of, idx))
             for t in self.table(pred):
-                k = tuple(t[p] for p in positions)
-                idx.setdefault(k, {})[t] = None
+                idx.setdefault(key_of(t), {})[t] = None
         return idx
 
     def nu_new_lookup(self, pred: str, spec) -> Callable:
@@ -192,8 +202,7 @@ class Node:
         picked: list = []
         if self.batch:
             queue, self.queue = self.queue, []
-            for upd in queue:
-                self._pick(upd, picked, True)
+            self._pick_all(queue, picked)
         else:
             while self.queue and not self._touched:
                 self._pick(self.queue.pop(0), picked, False)
@@ -223,6 +232,36 @@ class Node:
         for stage in self.send_stages:
             out.extend(stage.flush(self))
         return out
+
+    def _pick_all(self, queue: list, picked: list) -> None:
+        """Batched pick (the hot loop of :meth:`_pick`, with its lookups hoisted)."""
+        nu, state, waiting, touched = self.nu, self.state, self.waiting, self._touched
+        pick, ctx = self.scheme.pick, self.ctx
+        processed = 0
+        for upd in queue:
+            sign, pred, tup, ann = upd
+            over = nu.get(pred)
+            if over is None:
+                self._pick(upd, picked, True)
+                continue
+            if tup in over:
+                res = pick(ctx, (pred, tup), over[tup], sign, ann, True)
+            else:
+                res = pick(ctx, (pred, tup), state[pred].get(tup), sign, ann, False)
+            if res is None:
+                waiting.setdefault((pred, tup), []).append(upd)
+                continue
+            new, delta = res
+            if not over:
+                touched.append(pred)
+            over[tup] = new
+            processed += 1
+            if delta is not _NO_FIRE:
+                picked.append((sign, pred, tup, delta))
+            if sign > 0 and waiting and (pred, tup) in waiting:
+                for w in waiting.pop((pred, tup)):
+                    self._pick(w, picked, True)
+        self.metrics.updates_processed += processed
 
     def _pick(self, upd: Update, picked: list, batch: bool) -> None:
         sign, pred, tup, ann = upd
@@ -266,8 +305,8 @@ class Node:
                 if s is None:
                     if was:
                         del state_p[t]
-                        for positions, idx in specs:
-                            k = tuple(t[p] for p in positions)
+                        for key_of, idx in specs:
+                            k = key_of(t)
                             bucket = idx[k]
                             del bucket[t]
                             if not bucket:
@@ -277,8 +316,8 @@ class Node:
                 else:
                     state_p[t] = s
                     if not was:
-                        for positions, idx in specs:
-                            k = tuple(t[p] for p in positions)
+                        for key_of, idx in specs:
+                            k = key_of(t)
                             b = idx.get(k)
                             if b is None:
                                 idx[k] = {t: None}
@@ -318,5 +357,3 @@ class Node:
         occ = sum(count(s) for t in self.state.values() for s in t.values())
         return tuples, occ
 
-
-from provenance.base import NO_FIRE as _NO_FIRE  # noqa: E402  (after class for clarity)
