@@ -16,7 +16,7 @@ from .errors import (EvaluationError, InputError, LocalizationError, NDlogSemant
 from .parser import load, parse
 
 __all__ = [
-    "parse", "load", "evaluate", "localize",
+    "parse", "load", "evaluate", "localize", "Network",
     "PSNError", "NDlogSyntaxError", "NDlogSemanticError", "LocalizationError",
     "EvaluationError", "InputError", "Span",
 ]
@@ -32,6 +32,14 @@ def evaluate(program, facts=None, **options):
     """
     from .reference import evaluate as _evaluate
     return _evaluate(program, facts, **options)
+
+
+def __getattr__(name):
+    # the engine is imported on first use, so that ``import psn`` stays light
+    if name == "Network":
+        from .engine import Network
+        return Network
+    raise AttributeError(f"module 'psn' has no attribute {name!r}")
 
 
 def localize(program, **options):

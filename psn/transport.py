@@ -146,21 +146,20 @@ class TrafficMetrics:
     def message(self, node, worker, tuples: int, size: int, ann_bytes: int,
                 crosses_workers: bool) -> None:
         """Count one message of ``tuples`` updates and ``size`` bytes from ``node``."""
-        fields = [("messages_sent", 1), ("tuples_sent", tuples), ("bytes_sent", size),
-                  ("annotation_bytes", ann_bytes)]
-        if crosses_workers:
-            fields += [("worker_messages_sent", 1), ("worker_bytes_sent", size)]
-        totals = self.totals
         rn = self.per_node.get(node)
         if rn is None:
             rn = self.per_node[node] = dict.fromkeys(self.FIELDS, 0)
         rw = self.per_worker.get(worker)
         if rw is None:
             rw = self.per_worker[worker] = dict.fromkeys(self.FIELDS, 0)
-        for f, n in fields:
-            totals[f] += n
-            rn[f] += n
-            rw[f] += n
+        for row in (self.totals, rn, rw):
+            row["messages_sent"] += 1
+            row["tuples_sent"] += tuples
+            row["bytes_sent"] += size
+            row["annotation_bytes"] += ann_bytes
+            if crosses_workers:
+                row["worker_messages_sent"] += 1
+                row["worker_bytes_sent"] += size
 
 
 @runtime_checkable
@@ -276,18 +275,25 @@ class InMemoryTransport:
         return self._count
 
     def poll(self) -> list[tuple[Any, tuple]]:
+        return [(dst, u) for dst, ups in self.poll_batches() for u in ups]
+
+    def poll_batches(self) -> list[tuple[Any, list]]:
+        """:meth:`poll` grouped as ``[(destination, [update, ...])]`` in delivery order
+        (an optional fast path of the in-memory transport; drivers fall back to ``poll``)."""
         if not self._count:
             return []
         if isinstance(self.clock, LogicalClock):
             self.clock.tick()
         if self.delivery == "fifo":
             out = self._poll_fifo()
-        elif self.delivery == "random":
-            out = self._poll_random()
+            self._count -= sum(len(ups) for _, ups in out)
+            return out
+        if self.delivery == "random":
+            flat = self._poll_random()
         else:
-            out = [self._dels.pop() if self._dels else self._ins.pop()]
-        self._count -= len(out)
-        return out
+            flat = [self._dels.pop() if self._dels else self._ins.pop()]
+        self._count -= len(flat)
+        return [(dst, [u]) for dst, u in flat]
 
     def _poll_fifo(self) -> list:
         out: list = []
@@ -298,12 +304,11 @@ class InMemoryTransport:
             if not everything and rng.random() < 0.5 and (out or i < len(chans) - 1):
                 continue
             n = len(q) if everything else rng.randint(1, len(q))
-            dst = key[1]
             if n == len(q):
-                out.extend((dst, u) for u in q)
+                out.append((key[1], list(q)))
                 del self._channels[key]
             else:
-                out.extend((dst, q.popleft()) for _ in range(n))
+                out.append((key[1], [q.popleft() for _ in range(n)]))
         return out
 
     def _poll_random(self) -> list:

@@ -191,6 +191,7 @@ def test_aggregates_follow_deletions(annotation):
         assert got["stats"] == ref["stats"] and got["total"] == ref["total"]
         return
     _same(net, AGG, {"link": links})
+    assert net.metrics["operator_state"] >= len(links)  # a1 holds one contribution per link
     live = list(links)
     for link in live[:6]:
         net.delete("link", link)

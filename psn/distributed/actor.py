@@ -50,13 +50,13 @@ class ShardActor:
         """``(pid, epoch)``; epoch ``-1`` until configured (e.g. just restarted)."""
         return os.getpid(), self.epoch
 
-    def configure(self, epoch: int, index: int, key: str, program, annotation: str,
+    def configure(self, epoch: int, index: int, key: str, program, annotation,
                   shards, peers: list, batch: bool = True, roundtrip: bool = False,
                   on_node=None) -> int:
         """Start epoch ``epoch`` with an empty shard: drop every node and counter.
 
         ``program`` is the source :class:`psn.ast.Program` (prepared here once per ``key``
-        and cached), ``annotation`` a scheme name, ``shards`` a
+        and cached), ``annotation`` a scheme name or object, ``shards`` a
         :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
         by index, ``on_node`` an optional callable installing stages on every new node. This
         one-time setup travels through Ray's own serialization; updates never do.
@@ -136,7 +136,7 @@ class ShardActor:
         return self.epoch, (self.error or self.shard.check_waiting())
 
     def relations(self, epoch: int, preds: list[str]) -> tuple[int, bytes]:
-        return self.epoch, pack(self.shard.relations(preds))
+        return self.epoch, pack(self.shard.relations_of(preds))
 
     def multiset(self, epoch: int, pred: str) -> tuple[int, bytes]:
         return self.epoch, pack(self.shard.multiset(pred))

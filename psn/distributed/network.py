@@ -177,7 +177,8 @@ class RayNetwork:
     facts:
         ``predicate -> iterable of tuples``: the first burst (with the program's facts).
     annotation:
-        Annotation scheme name (``set``, ``derivation``, ``absorption`` when registered).
+        Annotation scheme name (``set``, ``derivation``, ``absorption`` when registered) or
+        a picklable scheme object (each worker gets its own copy).
     workers:
         Number of workers (actors), default 2; with ``pool``, the first ``workers`` actors
         of the pool (default: all of them).
@@ -211,16 +212,15 @@ class RayNetwork:
         from ..engine import Network
         if isinstance(program, str):
             program = parse(program)
-        if not isinstance(annotation, str):
-            annotation = getattr(annotation, "name", annotation)
-            if not isinstance(annotation, str):
-                raise InputError("the Ray engine takes an annotation scheme by name")
         self.capture = CaptureTransport()
         self.ledger = Network(program, facts, annotation=annotation,
                               transport=self.capture, batch=batch)
         self.source = self.ledger.source
         self.program = self.ledger.program
-        self.annotation = annotation
+        # a name, or a scheme object (sent to the workers once, at configuration)
+        self.scheme_spec = annotation
+        self.annotation = annotation if isinstance(annotation, str) else \
+            getattr(annotation, "name", repr(annotation))
         self.seed = seed
         self.batch, self.roundtrip = batch, roundtrip
         self.on_node = on_node
@@ -341,7 +341,7 @@ class RayNetwork:
 
     def _configure_all(self) -> None:
         actors = self.pool.actors[:self.workers]
-        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.annotation,
+        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.scheme_spec,
                                    self.shards, actors, self.batch, self.roundtrip,
                                    self.on_node)
                 for i, a in enumerate(actors)]

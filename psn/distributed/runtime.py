@@ -1,7 +1,7 @@
 """Starting and stopping Ray for PSN: local by default, or joining a cluster.
 
 Role: one place that calls ``ray.init``. Locally (no address) Ray runs on this machine only:
-bound to loopback (``127.0.0.1``), dashboard off, usage statistics off, worker logs not
+bound to loopback (``127.0.0.1``, with Ray's single-machine mode), dashboard off, usage statistics off, worker logs not
 forwarded to the driver, ``num_cpus`` sized for a small machine (2 by default) and a small
 object store (PSN ships only small msgpack batches). ``address="HOST:6379"`` (or ``"auto"``)
 joins a running cluster started with ``ray start --head`` / ``ray start --address=HEAD:6379``
@@ -47,12 +47,26 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
     if address:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     else:
+        _loopback_only()
         ray.init(num_cpus=num_cpus or LOCAL_CPUS, include_dashboard=False,
                  _node_ip_address="127.0.0.1", log_to_driver=False,
                  configure_logging=False, object_store_memory=object_store_mb * 2**20)
     _STATE["started"] = True
     _STATE["seconds"] = time.perf_counter() - t0
     return _STATE["seconds"]
+
+
+def _loopback_only() -> None:
+    """Make a local runtime bind to 127.0.0.1. Ray replaces a loopback
+    ``_node_ip_address`` by the machine's reachable address unless its single-machine mode
+    is on (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read into ``ray_constants`` at import
+    and inherited by the processes Ray starts)."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    try:
+        from ray._private import ray_constants
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    except (ImportError, AttributeError):  # a Ray without the switch: nothing to do
+        pass
 
 
 def startup_seconds() -> float:

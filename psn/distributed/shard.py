@@ -1,9 +1,9 @@
 """One worker's shard of a PSN network: the nodes it hosts and its local engine loop.
 
 Role: the pure, Ray-free half of a distributed worker (RUNTIME.md vocabulary: a *worker* is a
-process hosting many nodes). A :class:`Shard` owns the :class:`psn.engine.Node` objects of
-the nodes placed on its worker, one annotation ``shared_context()`` for all of them (one BDD
-manager per process), and runs the PSN iteration (Nigam et al. 2012, Algorithm 1: pick /
+process hosting many nodes). A :class:`Shard` is a :class:`psn.engine.WorkerHost`: it owns
+the :class:`psn.engine.Node` objects of the nodes placed on its worker, one annotation
+``shared_context()`` for all of them (one BDD manager per process), and runs the PSN iteration (Nigam et al. 2012, Algorithm 1: pick /
 fire / commit, all pickable updates per step) until none of its nodes has work. Updates
 between two of its nodes stay in the process (decoded from their wire bytes only for
 context-bound schemes, like :class:`psn.transport.InMemoryTransport`); updates for nodes of
@@ -29,8 +29,7 @@ from typing import Any, Mapping
 import msgpack
 
 from ..builtins import format_value
-from ..engine import CENTRAL, Node
-from ..errors import EvaluationError
+from ..engine import CENTRAL, WorkerHost
 from ..transport import Placement, TrafficMetrics
 from ..wire import Codec
 
@@ -89,8 +88,12 @@ def unpack(data: bytes):
     return msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
 
 
-class Shard:
-    """The nodes of one worker and their local PSN loop.
+class Shard(WorkerHost):
+    """The nodes of one worker and their local PSN loop: a :class:`psn.engine.WorkerHost`
+    (nodes, one shared annotation context, ``on_node`` stages) with per-node traffic
+    accounting, batches of ``[dst node, message bytes]`` and end-of-stream flushes left to
+    the driver (so lazy MinShip flushes only at global quiescence, as in
+    :class:`psn.engine.Network`).
 
     Parameters
     ----------
@@ -113,17 +116,10 @@ class Shard:
 
     def __init__(self, index: int, program, scheme, shards, *, batch: bool = True,
                  roundtrip: bool = False, on_node=None):
+        super().__init__(program, scheme, index, shards, batch=batch, on_node=on_node)
         self.index = index
-        self.program = program
-        self.scheme = scheme
-        self.codec = Codec(scheme)
         self.shards = shards
-        self.batch = batch
         self.roundtrip = roundtrip
-        self.on_node = on_node
-        self.shared = scheme.shared_context()
-        self.nodes: dict[Any, Node] = {}
-        self.contexts: dict[Any, Any] = {}
         self.ready: dict[Any, None] = {}
         self.metrics = TrafficMetrics()
         self.outbox: dict[int, list] = {}
@@ -132,25 +128,9 @@ class Shard:
         self.dropped_deletions = 0
         self.steps = 0
 
-    # -- nodes ---------------------------------------------------------------------------
     def context_of(self, nid: Any) -> Any:
-        ctx = self.contexts.get(nid, _MISSING)
-        if ctx is _MISSING:
-            ctx = self.contexts[nid] = self.scheme.context(nid, self.shared)
-        return ctx
-
-    def node(self, nid: Any) -> Node:
-        n = self.nodes.get(nid)
-        if n is None:
-            if self.shards(nid) != self.index:
-                raise EvaluationError(f"node {format_value(nid)} reached worker "
-                                      f"{self.index}, but is placed on worker "
-                                      f"{self.shards(nid)}")
-            n = self.nodes[nid] = Node(nid, self.program, self.scheme, self.context_of(nid),
-                                       batch=self.batch)
-            if self.on_node is not None:
-                self.on_node(n)
-        return n
+        """The annotation context of a node of this worker."""
+        return self.node(nid).ctx
 
     # -- receiving -----------------------------------------------------------------------
     def receive_payload(self, payload: bytes, counted: bool = True) -> None:
@@ -177,7 +157,7 @@ class Shard:
                 out = node.step()
                 self.steps += 1
                 if out:
-                    self._route(nid, out)
+                    self._route_from(nid, out)
                 if not node.has_work():
                     del ready[nid]
 
@@ -188,11 +168,11 @@ class Shard:
             out = node.flush()
             if out:
                 n += len(out)
-                self._route(nid, out)
+                self._route_from(nid, out)
         self.run_local()
         return n
 
-    def _route(self, src: Any, out: list) -> None:
+    def _route_from(self, src: Any, out: list) -> None:
         by_dst: dict[Any, list] = {}
         for dst, upd in out:
             lst = by_dst.get(dst)
@@ -257,7 +237,7 @@ class Shard:
                     f"{format_fact(pred, tup)}")
         return None
 
-    def relations(self, preds) -> dict[str, list[tuple]]:
+    def relations_of(self, preds) -> dict[str, list[tuple]]:
         """``pred -> tuples`` present at this worker's nodes, for ``preds``."""
         want = set(preds)
         out: dict[str, set] = {}

@@ -44,10 +44,13 @@ class WorkerHost:
         Batched picks (default) or one update per iteration.
     on_node:
         Called with every new node (install pick/send stages).
+    ship, aggsel:
+        MinShip mode and aggregate selection (see :class:`~psn.engine.network.Network`).
     """
 
     def __init__(self, program, annotation, worker: Any, worker_of: Callable[[Any], Any], *,
-                 batch: bool = True, on_node: Callable[[Node], None] | None = None):
+                 batch: bool = True, on_node: Callable[[Node], None] | None = None,
+                 ship=None, aggsel: str | None = None):
         from provenance import get_scheme
         from ..wire import Codec
         self.program: EngineProgram = program if isinstance(program, EngineProgram) \
@@ -58,6 +61,8 @@ class WorkerHost:
         self.worker_of = worker_of
         self.batch = batch
         self.on_node = on_node
+        from .minship import node_stages  # issue 5: MinShip and aggregate selection
+        self.stages = node_stages(self.program, self.scheme, ship, aggsel)
         self.shared = self.scheme.shared_context()
         self.nodes: dict[Any, Node] = {}
         self.sent = 0
@@ -76,6 +81,8 @@ class WorkerHost:
             ctx = self.scheme.context(node_id, self.shared)
             n = self.nodes[node_id] = Node(node_id, self.program, self.scheme, ctx,
                                            batch=self.batch)
+            if self.stages is not None:
+                self.stages(n)
             if self.on_node is not None:
                 self.on_node(n)
         return n

@@ -102,12 +102,18 @@ class Network:
     on_node:
         Called with every new :class:`~psn.engine.node.Node` (e.g. to install the pick and
         send stages of aggregate selection and MinShip, issue 5).
+    ship:
+        MinShip mode (:mod:`psn.engine.minship`): ``eager[:W]``, ``lazy``, ``off``; None is
+        the scheme's default (``lazy`` for the registered ``absorption``, else none).
+    aggsel:
+        Aggregate selection (:mod:`psn.engine.aggsel`): ``multi``, ``single``, ``off``/None.
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
                  annotation="derivation", delivery: str = "random", seed: int = 0,
                  batch: bool = True, placement=None, transport=None, roundtrip: bool = False,
-                 on_node: Callable[[Node], None] | None = None):
+                 on_node: Callable[[Node], None] | None = None, ship=None,
+                 aggsel: str | None = None):
         from provenance import get_scheme
         if isinstance(program, str):
             program = parse(program)
@@ -125,6 +131,8 @@ class Network:
         transport.connect(self.codec, self.context_of)
         self.batch = batch
         self.on_node = on_node
+        from .minship import node_stages  # issue 5: MinShip and aggregate selection
+        self.stages = node_stages(self.program, self.scheme, ship, aggsel)
         self.nodes: dict[Any, Node] = {}
         self._shared: dict[Any, Any] = {}
         self._contexts: dict[Any, Any] = {}
@@ -162,6 +170,8 @@ class Network:
         if n is None:
             n = self.nodes[node_id] = Node(node_id, self.program, self.scheme,
                                            self.context_of(node_id), batch=self.batch)
+            if self.stages is not None:
+                self.stages(n)
             if self.on_node is not None:
                 self.on_node(n)
         return n
@@ -210,6 +220,15 @@ class Network:
     def run(self, max_polls: int | None = None) -> "Network":
         """Deliver and process updates until quiescence (nothing in flight, no work).
 
+        At quiescence the send stages are flushed (end of stream, Liu et al. Sec. 5) and
+        the run continues while they produce updates. The bursty model (Nigam Sec. 3.1):
+        results are meaningful once this returns.
+
+        Parameters
+        ----------
+        max_polls:
+            Give up (``EvaluationError``) after this many deliveries; default unbounded.
+
         Raises
         ------
         InputError
@@ -220,15 +239,19 @@ class Network:
         self.ledger.check()
         t0 = time.perf_counter()
         tr, nodes, ready = self.transport, self.nodes, self._ready
+        poll = getattr(tr, "poll_batches", None)
+        if poll is None:
+            def poll():
+                return [(dst, [u]) for dst, u in tr.poll()]
         polls = 0
         while True:
-            deliveries = tr.poll()
+            deliveries = poll()
             if deliveries:
                 polls += 1
-                for dst, upd in deliveries:
+                for dst, ups in deliveries:
                     n = nodes.get(dst) or self.node(dst)
-                    n.queue.append(upd)
-                    n.metrics.updates_received += 1
+                    n.queue.extend(ups)
+                    n.metrics.updates_received += len(ups)
                     ready[dst] = None
             if ready:
                 for nid in list(ready):
@@ -318,18 +341,47 @@ class Network:
         skip = set() if hidden else set(self.program.hidden)
         return {p: dict(t) for p, t in node.state.items() if t and p not in skip}
 
+    def why(self, pred: str, tup: tuple) -> str:
+        """The provenance of ``pred(tup)`` as a formula over base tuples, in minimal
+        sum-of-products form (Liu et al. 2009, Sec. 4; ``psn run --why``); ``false`` if the
+        tuple is absent. Needs a scheme with ``explain`` (``absorption``).
+
+        Raises
+        ------
+        InputError
+            If the annotation scheme keeps no provenance.
+        """
+        explain = getattr(self.scheme, "explain", None)
+        if explain is None:
+            raise InputError(f"--why needs provenance: annotation '{self.scheme.name}' keeps "
+                             f"none (use --annotation absorption)")
+        tup = _freeze(tuple(tup))
+        nid = self.program.location(pred, tup)
+        node = self.nodes.get(nid)
+        stored = None if node is None else node.state.get(pred, {}).get(tup)
+        return explain(self.context_of(nid), stored, self.program.loc.get)
+
     @property
     def metrics(self) -> dict:
-        """Totals (``updates_processed``, ``messages_sent``, ``tuples_sent``,
-        ``bytes_sent``, ...) plus ``nodes`` and ``workers`` breakdowns."""
+        """Totals plus ``nodes`` and ``workers`` breakdowns (RUNTIME.md Sec. 5).
+
+        Engine counters (per node, summed): ``updates_received``, ``updates_processed``
+        (picked), ``updates_fired``, ``derivations`` (updates produced by firing),
+        ``steps``, ``state_tuples``, ``state_occurrences`` (multiset size),
+        ``operator_state``. Traffic (:class:`psn.transport.TrafficMetrics`):
+        ``messages_sent``, ``tuples_sent``, ``bytes_sent`` (msgpack), ``annotation_bytes``,
+        ``worker_messages_sent``, ``worker_bytes_sent``, ``local_tuples``. Run:
+        ``polls``, ``wall_seconds``, ``dropped_deletions``, ``nodes_count``.
+        """
         traffic = self.transport.metrics
         per_node: dict[str, dict] = {}
         totals = dict.fromkeys(("updates_processed", "updates_received", "updates_fired",
                                 "derivations", "steps", "state_tuples",
-                                "state_occurrences"), 0)
+                                "state_occurrences", "operator_state"), 0)
         for nid, node in self.nodes.items():
             row = node.metrics.as_dict()
             row["state_tuples"], row["state_occurrences"] = node.size()
+            row["operator_state"] = node.operator_size()
             for k in totals:
                 totals[k] += row[k]
             row.update(traffic.per_node.get(nid, dict.fromkeys(traffic.FIELDS, 0)))

@@ -197,7 +197,19 @@ class Node:
 
     # -- one iteration -------------------------------------------------------------------
     def step(self) -> list[tuple[Any, Update]]:
-        """One PSN iteration (pick, fire, commit); returns ``[(destination, update)]``."""
+        """One PSN iteration: pick, fire, commit (Nigam et al. 2012, Algorithm 1, Fig. 2-3).
+
+        Returns
+        -------
+        list
+            ``[(destination node, update)]`` after the send stages.
+
+        Notes
+        -----
+        With ``batch`` every pickable update is picked first (a *complete iteration*, Nigam
+        Definition 4; correct by the discussion closing Sec. 4), so every delta rule of the
+        batch reads the same ν view; otherwise one update (a *PSN-iteration*, Definition 5).
+        """
         self.metrics.steps += 1
         picked: list = []
         if self.batch:
@@ -349,6 +361,16 @@ class Node:
 
     def waiting_updates(self) -> list[Update]:
         return [u for us in self.waiting.values() for u in us]
+
+    def operator_size(self) -> int:
+        """Entries held by operators: aggregate contributions, plus what pick/send stages
+        report through an optional ``size()`` method (MinShip buffers, AggSel candidates)."""
+        n = sum(len(g) for op in self.aggregates.values() for g in op.groups.values())
+        for stage in (*self.pick_stages, *self.send_stages):
+            size = getattr(stage, "size", None)
+            if size is not None:
+                n += size()
+        return n
 
     def size(self) -> tuple[int, int]:
         """(stored tuples, stored occurrences) over all relations."""

@@ -1,0 +1,265 @@
+"""Aggregate selection inside the PSN fixpoint and inside MinShip (multi AggSel).
+
+Role: Liu et al. (ICDE 2009), Sec. 6 (Algorithm 4) and RUNTIME.md Sec. 4. A recursive
+predicate that matters only through ``min``/``max`` aggregates per group
+(:func:`psn.analysis.aggsel_candidates`: ``path`` in shortest path, grouped by ``(S, D)``,
+``min`` on the cost and on the hop count) is pruned per group to the tuples that are best for
+at least one of its aggregates (*multi* AggSel, ties kept):
+
+* **receiving side** (:class:`AggSelStage`, a :class:`~psn.engine.node.PickStage`): the node
+  keeps every present candidate of a group (it is stored in the node's state with its
+  provenance, as usual) but fires an insertion only if the tuple is best for some aggregate
+  or was forwarded before ("forward only improvements"; a forwarded tuple's later
+  derivations are forwarded too, so downstream provenance stays complete). Deletions are
+  always fired. When a forwarded tuple disappears, the candidates of its group that are now
+  best and were held back are fired with their whole stored annotation ("the next best is
+  forwarded when the best goes");
+* **sending side** (:class:`Selector` handed to :class:`~psn.engine.minship.MinShip`): the
+  same rule per destination, on the facts shipped to other nodes. On a localized program
+  the recursive predicate is joined with its neighbours' tuples through a hidden auxiliary
+  (``sp2_aux(@S, Z, D, C1, P, C, L)`` in shortest path); :func:`selectors` maps the
+  aggregate's group and value columns onto every hidden predicate that carries them into a
+  rule of the pruned predicate, so the auxiliary is pruned as it leaves the node.
+
+Exactness relies on what :class:`psn.analysis.AggSelSpec` states (every recursive step
+strictly worsens the aggregated values: positive costs); the aggregate relations
+(``minCost``, ``minHops``, ``cheapestPath``, ``fewestHops``) then equal
+``psn.evaluate``'s, through insertions and deletions, while ``path`` itself holds a subset
+of the paths. The ``single`` mode prunes on the first aggregate only (for experiments: the
+other aggregates are then exact only if their best tuples happen to be kept too).
+
+Schemes: the receiving side needs a scheme whose stored value is also a valid delta to fire
+(``set``, ``absorption``); the ``derivation`` multiset would see deletions of occurrences it
+never fired, so :func:`install` skips it.
+
+Before/after (what the stage does, not a rewrite of the program)::
+
+    path(@a, c, [a,b,c], 2, 2)   fired          (best cost and best hops so far)
+    path(@a, c, [a,d,e,c], 5, 3) held           (worse on both)
+    path(@a, c, [a,c], 9, 1)     fired          (best hop count)
+    -path(@a, c, [a,b,c], 2, 2)  fired, then path(@a, c, [a,d,e,c], 5, 3) fired
+
+Deliberately not here: the aggregate operators themselves (:mod:`psn.engine.aggregate`),
+the detection (:mod:`psn.analysis`), shipping (:mod:`psn.engine.minship`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ast as A
+from ..errors import InputError
+
+__all__ = ["Selector", "AggSelStage", "selectors", "install", "AGGSEL_MODES"]
+
+#: Values of the ``--aggsel`` switch.
+AGGSEL_MODES = ("multi", "single", "off")
+
+_BETTER = {"min": lambda a, b: a < b, "max": lambda a, b: a > b}
+
+
+class Selector:
+    """Best-per-group selection on one predicate (Liu Alg. 4, without the provenance table:
+    the provenance lives in the node's state or in MinShip's records).
+
+    Parameters
+    ----------
+    group:
+        Argument positions of the group key.
+    aggs:
+        ``(position, "min" | "max")`` per aggregate.
+    """
+
+    __slots__ = ("group", "aggs")
+
+    def __init__(self, group: tuple[int, ...], aggs: tuple[tuple[int, str], ...]):
+        self.group = tuple(group)
+        self.aggs = tuple(aggs)
+
+    def key(self, tup: tuple) -> tuple:
+        return tuple(tup[g] for g in self.group)
+
+    def best(self, members) -> list:
+        """The best value of each aggregate among ``members``."""
+        out = []
+        for pos, func in self.aggs:
+            better = _BETTER[func]
+            it = iter(members)
+            b = next(it)[pos]
+            for t in it:
+                v = t[pos]
+                if better(v, b):
+                    b = v
+            out.append(b)
+        return out
+
+    def qualifies(self, tup: tuple, members) -> bool:
+        """True if ``tup`` is best (or tied) for at least one aggregate of its group."""
+        for (pos, func), b in zip(self.aggs, self.best(members)):
+            if tup[pos] == b:
+                return True
+        return False
+
+    def qualified(self, members) -> list:
+        """Every member best (or tied) for at least one aggregate."""
+        if not members:
+            return []
+        bests = self.best(members)
+        return [t for t in members
+                if any(t[pos] == b for (pos, _), b in zip(self.aggs, bests))]
+
+    def __repr__(self) -> str:
+        return f"Selector(group={self.group}, aggs={self.aggs})"
+
+
+class AggSelStage:
+    """Receiving-side aggregate selection of one node (a PickStage; module docstring).
+
+    Parameters
+    ----------
+    selectors:
+        ``predicate -> Selector``.
+    """
+
+    def __init__(self, selectors: dict[str, Selector]):
+        self.selectors = selectors
+        self.groups: dict[tuple, dict] = {}          # (pred, key) -> {tup: None} present
+        self.forwarded: set[tuple] = set()           # (pred, tup) fired at least once
+        self.held = 0
+        self.released = 0
+
+    def picked(self, node, picked: list) -> list:
+        """Fire improvements and deletions; hold the rest; release the next best."""
+        sels = self.selectors
+        out: list = []
+        dirty: dict[tuple, None] = {}
+        for entry in picked:
+            sign, pred, tup, _ = entry
+            sel = sels.get(pred)
+            if sel is None:
+                out.append(entry)
+                continue
+            gk = (pred, sel.key(tup))
+            members = self.groups.get(gk)
+            if members is None:
+                members = self.groups[gk] = {}
+            present = node.nu[pred].get(tup) is not None
+            if present:
+                members[tup] = None
+            else:
+                members.pop(tup, None)
+                if (pred, tup) in self.forwarded:
+                    self.forwarded.discard((pred, tup))
+                    dirty[gk] = None
+            if sign < 0 or not present:
+                out.append(entry)
+            elif (pred, tup) in self.forwarded or sel.qualifies(tup, members):
+                self.forwarded.add((pred, tup))
+                out.append(entry)
+            else:
+                self.held += 1
+        for gk in dirty:
+            self._release(node, gk, out)
+        return out
+
+    def _release(self, node, gk: tuple, out: list) -> None:
+        pred = gk[0]
+        members = self.groups.get(gk)
+        if not members:
+            self.groups.pop(gk, None)
+            return
+        over, state = node.nu[pred], node.state[pred]
+        for t in self.selectors[pred].qualified(members):
+            if (pred, t) not in self.forwarded:
+                value = over[t] if t in over else state.get(t)
+                if value is None:
+                    continue
+                self.forwarded.add((pred, t))
+                out.append((1, pred, t, value))
+                self.released += 1
+
+
+def _mode_aggs(spec, mode: str) -> tuple:
+    return spec.aggregates[:1] if mode == "single" else spec.aggregates
+
+
+def _detect(program) -> dict:
+    """``aggsel_candidates`` on the program a user wrote (unfolding hidden predicates of a
+    program given already localized)."""
+    from ..analysis import aggsel_candidates
+    specs = aggsel_candidates(program)
+    if specs:
+        return specs
+    try:
+        from localize.passes import unfold_hidden
+    except ImportError:  # pragma: no cover
+        return {}
+    return aggsel_candidates(unfold_hidden(program))
+
+
+def _aux_selectors(rules, spec, aggs) -> dict[str, Selector]:
+    """Hidden predicates that carry the group and aggregate variables of ``spec.pred`` into a
+    rule with head ``spec.pred`` (the localizer's auxiliaries)."""
+    out: dict[str, Selector] = {}
+    for r in rules:
+        if r.head.pred != spec.pred:
+            continue
+        head_vars = [a.name if isinstance(a, A.Var) else None for a in r.head.args]
+        need = [head_vars[g] for g in spec.group] + [head_vars[p] for p, _ in aggs]
+        if None in need:
+            continue
+        for atom in r.body_atoms:
+            if atom.pred == spec.pred:
+                continue
+            names = [a.name if isinstance(a, A.Var) else None for a in atom.args]
+            if not all(v in names for v in need):
+                continue
+            group = tuple(names.index(head_vars[g]) for g in spec.group)
+            sa = tuple((names.index(head_vars[p]), f) for p, f in aggs)
+            out[atom.pred] = Selector(group, sa)
+    return out
+
+
+def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
+    """Receiving-side and sending-side selectors for an engine program.
+
+    Parameters
+    ----------
+    program:
+        A :class:`~psn.engine.program.EngineProgram`.
+    mode:
+        ``multi`` (every aggregate), ``single`` (the first one) or ``off``.
+
+    Returns
+    -------
+    (receive, send):
+        ``predicate -> Selector`` each: ``receive`` for the pruned predicates, ``send`` for
+        them and for the hidden auxiliaries carrying them (Liu Sec. 6).
+    """
+    if mode not in AGGSEL_MODES:
+        raise InputError(f"--aggsel must be one of {', '.join(AGGSEL_MODES)}, got {mode!r}")
+    if mode == "off":
+        return {}, {}
+    receive: dict[str, Selector] = {}
+    send: dict[str, Selector] = {}
+    hidden = program.hidden
+    for pred, spec in _detect(program.source).items():
+        if pred not in program.predicates:
+            continue
+        aggs = _mode_aggs(spec, mode)
+        receive[pred] = Selector(spec.group, aggs)
+        send[pred] = receive[pred]
+        for aux, sel in _aux_selectors(program.rules, spec, aggs).items():
+            if aux in hidden:
+                send[aux] = sel
+    return receive, send
+
+
+def install(node, receive: dict) -> AggSelStage | None:
+    """Append an :class:`AggSelStage` to ``node.pick_stages`` (not for schemes with
+    multiplicities: see the module docstring)."""
+    if not receive or not node.scheme.idempotent:
+        return None
+    stage = AggSelStage(receive)
+    node.pick_stages.append(stage)
+    return stage

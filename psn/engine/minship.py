@@ -1,0 +1,337 @@
+"""MinShip: ship the first derivation of a tuple at once, buffer the alternatives.
+
+Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLazy) and
+RUNTIME.md Sec. 4, as a :class:`~psn.engine.node.SendStage` of one node. For every
+destination ``d`` and every fact ``f`` the node has sent towards ``d``, the stage keeps a
+record ``[S, B]``:
+
+``S``
+    the *shipped* provenance: the OR of everything sent for ``f`` to ``d`` (with the
+    variables the node has seen zeroed set to false);
+``B``
+    the *buffer*: alternative derivations produced later and not absorbed by ``S``.
+
+An insertion of ``f`` towards ``d`` is shipped at once if ``d`` has nothing live for it
+(``S`` false or no record); otherwise it is merged into ``B`` unless ``S`` absorbs it
+(``ann ∧ ¬S`` false). A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a
+zeroed variable, i.e. only along the paths on which provenance depending on it was shipped;
+``B`` is zeroed silently (it was never shipped).
+
+Modes
+    ``eager[:W]``
+        Every ``W`` buffered alternatives (counted per node, default :data:`DEFAULT_WINDOW`)
+        all buffers of the node are shipped (``B`` moves into ``S``); the end of the stream
+        (:meth:`flush`, called by the driver at quiescence) ships them too. At quiescence
+        every receiver therefore holds the full provenance: with eager shipping every tuple's
+        provenance equals its PosBool provenance. ``W = 1`` ships every non-absorbed
+        alternative in the step that produced it.
+    ``lazy`` (``W`` infinite)
+        Buffers are shipped only when needed for correctness: when a zeroing makes ``S``
+        false while ``B`` (zeroed too) is not, ``B`` is sent as an insertion **before** the
+        deletion, in the same step and the same batch. :meth:`flush` ships nothing.
+
+Invariant (lazy and eager alike), per node, destination and fact: ``S ∨ B`` is the OR of
+every derivation the node produced for the fact towards that destination (restricted by the
+zeroed variables), and ``S`` is false only if ``B`` is false. The receiver holds at least
+``S`` from this sender (once in-flight messages arrive; it restricts by its own zeroed
+variables, so a deletion overtaking the alternative sent before it only removes the tuple
+transiently, and the alternative, whose variables are all live, restores it). Hence a fact is
+present at the receiver iff some sender has a non-false ``S ∨ B`` for it, iff it is derivable:
+the relations are exact in both modes; only the provenance the receiver stores is partial
+under lazy shipping (it holds the derivations shipped, not every alternative).
+
+The stage also hosts the *sending side* of aggregate selection (Liu Sec. 6: AggSel is
+"embedded within MinShip"): given a :class:`~psn.engine.aggsel.Selector` per predicate, a new
+fact that is not best in its group towards ``d`` (for any aggregate, ties kept) is only
+recorded (``S`` empty, ``B`` its provenance, "held"); when a shipped fact of the group
+disappears, the held facts that became best are shipped.
+
+Works with schemes that implement the shipping algebra of
+:class:`provenance.absorption.AbsorptionScheme` (``ship_restrict``, ``ship_absorbs``,
+``ship_diff``, ``ship_zeroed_names``, ``ship_dead_names``, ``ship_zeroing``); :func:`install` leaves other
+schemes alone (``set`` never re-ships a present fact, ``derivation`` must ship every
+occurrence).
+
+Deliberately not here: the fixpoint's own absorption (``provenance.absorption.pick``), the
+receiving side of aggregate selection (:mod:`psn.engine.aggsel`), delivery and traffic
+accounting (``psn.transport``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["MinShip", "parse_ship", "install", "node_stages", "DEFAULT_WINDOW", "supports"]
+
+#: Default eager window: buffered alternatives per node between two flushes.
+DEFAULT_WINDOW = 100
+
+_NONE = None
+
+
+def parse_ship(text: str | None) -> tuple[str, int | None] | None:
+    """``"eager"``, ``"eager:W"``, ``"lazy"`` or ``"off"``/``None`` -> ``(mode, W)``.
+
+    Raises
+    ------
+    InputError
+        For anything else (naming the value).
+    """
+    if text is None or text == "off":
+        return None
+    mode, _, w = str(text).partition(":")
+    if mode == "lazy" and not w:
+        return "lazy", None
+    if mode == "eager":
+        if not w:
+            return "eager", DEFAULT_WINDOW
+        try:
+            n = int(w)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return "eager", n
+    raise InputError(f"--ship must be 'eager', 'eager:W' (W >= 1), 'lazy' or 'off', "
+                     f"got {text!r}")
+
+
+def supports(scheme) -> bool:
+    """True if ``scheme`` implements the shipping algebra MinShip needs."""
+    return all(hasattr(scheme, m) for m in ("ship_restrict", "ship_absorbs", "ship_diff",
+                                            "ship_zeroed_names", "ship_dead_names",
+                                            "ship_zeroing", "ship_one"))
+
+
+class MinShip:
+    """The MinShip send stage of one node (see the module docstring).
+
+    Parameters
+    ----------
+    mode:
+        ``"eager"`` or ``"lazy"``.
+    window:
+        Eager: buffered alternatives between flushes (``>= 1``); ignored when lazy.
+    selectors:
+        ``predicate -> Selector`` for sending-side aggregate selection (may be empty).
+
+    Attributes
+    ----------
+    shipped_insertions, buffered, absorbed, deletions_sent, deletions_dropped, held:
+        Counters (per node) for benchmarks.
+    """
+
+    def __init__(self, mode: str = "lazy", window: int | None = None,
+                 selectors: dict | None = None):
+        if mode not in ("eager", "lazy"):
+            raise InputError(f"unknown MinShip mode {mode!r}")
+        self.mode = mode
+        self.window = (window or DEFAULT_WINDOW) if mode == "eager" else None
+        self.selectors = selectors or {}
+        self.records: dict[tuple, list] = {}    # (dst, pred, tup) -> [S or None, B or None]
+        self.dirty: dict[tuple, None] = {}      # records with a non-empty buffer
+        self.groups: dict[tuple, dict] = {}     # (dst, pred, group key) -> {tup: None}
+        self.pending = 0
+        self.shipped_insertions = 0
+        self.buffered = 0
+        self.absorbed = 0
+        self.deletions_sent = 0
+        self.deletions_dropped = 0
+        self.held = 0
+
+    # -- the SendStage protocol ------------------------------------------------------------
+    def send(self, node, out: list) -> list:
+        """Filter one step's ``[(destination, update)]`` (Liu Alg. 3, per destination)."""
+        scheme, ctx = node.scheme, node.ctx
+        res: list = []
+        touched: dict[tuple, None] = {}
+        me = node.id
+        for dst, upd in out:
+            sign, pred, tup, ann = upd
+            if sign > 0:
+                self._insert(scheme, ctx, dst, pred, tup, ann, res, dst != me)
+            else:
+                self._delete(scheme, ctx, dst, pred, tup, ann, res, touched)
+        for gk in touched:
+            self._release(scheme, ctx, gk, res)
+        if self.mode == "eager" and self.pending >= self.window:
+            res.extend(self.flush(node))
+        return res
+
+    def flush(self, node) -> list:
+        """End of stream: eager ships every buffer; lazy ships nothing (see the module
+        docstring: its buffers are sent only before a deletion that needs them)."""
+        if self.mode == "lazy" or not self.dirty:
+            return []
+        scheme, ctx = node.scheme, node.ctx
+        res: list = []
+        for key in list(self.dirty):
+            rec = self.records.get(key)
+            if rec is None or rec[0] is None:    # held by aggregate selection
+                continue
+            d = scheme.ship_diff(ctx, rec[1], rec[0])
+            rec[0] = rec[1]
+            if d is not None:
+                dst, pred, tup = key
+                res.append((dst, (1, pred, tup, d)))
+                self.shipped_insertions += 1
+        self.dirty.clear()
+        self.pending = 0
+        return res
+
+    def _first(self, scheme, ctx, ann):
+        """What to ship of a fact's first derivations: all of them when eager, one when
+        lazy (the rest stays buffered)."""
+        return ann if self.mode == "eager" else scheme.ship_one(ctx, ann)
+
+    # -- insertions ------------------------------------------------------------------------
+    def _insert(self, scheme, ctx, dst, pred, tup, ann, res: list, remote: bool) -> None:
+        # record = [S, H]: S shipped (None while held back by aggregate selection), H = S ∨ B
+        key = (dst, pred, tup)
+        rec = self.records.get(key)
+        ann = scheme.ship_restrict(ctx, ann)
+        if ann is None:
+            return
+        if rec is None:
+            sel = self.selectors.get(pred) if remote else None
+            if sel is not None:
+                gk = (dst, pred, sel.key(tup))
+                members = self.groups.setdefault(gk, {})
+                members[tup] = None
+                if not sel.qualifies(tup, members):
+                    self.records[key] = [None, ann]
+                    self.held += 1
+                    return
+            first = self._first(scheme, ctx, ann)
+            self.records[key] = [first, ann]
+            res.append((dst, (1, pred, tup, first)))
+            self.shipped_insertions += 1
+            if first is not ann and not scheme.equal(ctx, first, ann):
+                self.dirty[key] = None
+            return
+        shipped, have = rec
+        if scheme.ship_absorbs(ctx, have, ann):
+            self.absorbed += 1
+            return
+        rec[1] = scheme.combine(ctx, have, ann)
+        if shipped is None:                      # held: accumulate, still not shipped
+            return
+        self.dirty[key] = None
+        self.buffered += 1
+        self.pending += 1
+
+    # -- deletions -------------------------------------------------------------------------
+    def _delete(self, scheme, ctx, dst, pred, tup, ann, res: list, touched: dict) -> None:
+        key = (dst, pred, tup)
+        rec = self.records.get(key)
+        if rec is None:
+            self.deletions_dropped += 1          # nothing shipped there: nothing to undo
+            return
+        shipped, have = rec
+        names = scheme.ship_zeroed_names(ctx, ann)
+        new_h = scheme.ship_restrict(ctx, have, names)
+        if shipped is None:                      # held (never shipped): forget silently
+            self.deletions_dropped += 1
+            if new_h is None:
+                self._forget(key, pred, tup, touched)
+            else:
+                rec[1] = new_h
+            return
+        new_s = scheme.ship_restrict(ctx, shipped, names)
+        if new_s is not None and scheme.equal(ctx, new_s, shipped):
+            rec[1] = new_h                       # the shipped part does not depend on it
+            self.deletions_dropped += 1
+            return
+        dead = names | scheme.ship_dead_names(ctx, shipped)
+        if new_s is None and new_h is not None:  # alternatives first, then the deletion
+            new_s = self._first(scheme, ctx, new_h)
+            res.append((dst, (1, pred, tup, new_s)))
+            self.shipped_insertions += 1
+        res.append((dst, (-1, pred, tup, scheme.ship_zeroing(ctx, dead))))
+        self.deletions_sent += 1
+        if new_s is None:
+            self._forget(key, pred, tup, touched)
+        else:
+            rec[0], rec[1] = new_s, new_h
+            if scheme.equal(ctx, new_s, new_h):
+                self.dirty.pop(key, None)
+
+    def _forget(self, key, pred, tup, touched: dict) -> None:
+        del self.records[key]
+        self.dirty.pop(key, None)
+        sel = self.selectors.get(pred)
+        if sel is not None:
+            gk = (key[0], pred, sel.key(tup))
+            members = self.groups.get(gk)
+            if members is None or tup not in members:
+                return
+            members.pop(tup, None)
+            if not members:
+                del self.groups[gk]
+            else:
+                touched[gk] = None
+
+    def _release(self, scheme, ctx, gk, res: list) -> None:
+        """A shipped fact of group ``gk`` disappeared: ship the held facts now best."""
+        members = self.groups.get(gk)
+        if not members:
+            return
+        dst, pred, _ = gk
+        sel = self.selectors[pred]
+        for tup in sel.qualified(members):
+            rec = self.records[(dst, pred, tup)]
+            if rec[0] is None:
+                rec[0] = self._first(scheme, ctx, rec[1])
+                res.append((dst, (1, pred, tup, rec[0])))
+                self.shipped_insertions += 1
+                if not scheme.equal(ctx, rec[0], rec[1]):
+                    self.dirty[(dst, pred, tup)] = None
+
+    # -- reading ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        return {k: getattr(self, k) for k in ("shipped_insertions", "buffered", "absorbed",
+                                              "deletions_sent", "deletions_dropped", "held")}
+
+
+def node_stages(program, scheme, ship=None, aggsel: str | None = None):
+    """An ``on_node`` callback installing aggregate selection and MinShip on every node,
+    or None when there is nothing to install.
+
+    Parameters
+    ----------
+    program:
+        The :class:`~psn.engine.program.EngineProgram`.
+    scheme:
+        The annotation scheme object.
+    ship:
+        ``eager[:W]``, ``lazy``, ``off``, or None for the scheme's ``default_ship``
+        (``lazy`` for the registered ``absorption`` scheme, none otherwise).
+    aggsel:
+        ``multi``, ``single``, ``off`` or None (off).
+    """
+    from .aggsel import install as install_aggsel, selectors as make_selectors
+    if ship is None:
+        ship = getattr(scheme, "default_ship", None)
+    parsed = parse_ship(ship) if not isinstance(ship, tuple) else ship
+    receive, send = make_selectors(program, aggsel or "off")
+    if parsed is None or not supports(scheme):
+        parsed, send = None, {}
+    if parsed is None and not receive:
+        return None
+
+    def on_node(node) -> None:
+        install_aggsel(node, receive)
+        if parsed is not None:
+            install(node, parsed[0], parsed[1], send)
+    return on_node
+
+
+def install(node, mode: str, window: int | None = None, selectors: dict | None = None):
+    """Append a :class:`MinShip` stage to ``node.send_stages`` if its scheme supports the
+    shipping algebra; return the stage or None."""
+    if not supports(node.scheme):
+        return None
+    stage = MinShip(mode, window, selectors)
+    node.send_stages.append(stage)
+    return stage
