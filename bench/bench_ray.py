@@ -9,10 +9,10 @@ Role: issue 7's figure. Reachability (Liu et al. Query 1) on the 100-node GT-ITM
 * :class:`psn.distributed.RayNetwork` on 1, 2 and 4 local Ray actors,
 
 all in the same process and run. Reported per row: wall seconds of the evaluation (the
-engine's ``run()`` calls; Ray start-up and actor start-up excluded and printed separately), messages and bytes between
-nodes, messages and bytes between workers, Ray calls between workers (batches), and whether
-the result equals ``psn.evaluate``. Target (issue 7): Ray with 4 workers within 3x the
-simulator's wall time on a 2-core machine.
+engine's ``run()`` calls; Ray start-up and actor start-up excluded and printed
+separately), messages and bytes between nodes, messages and bytes between workers, Ray
+calls between workers (batches), and whether the result equals ``psn.evaluate``. Target
+(issue 7): Ray with 4 workers within 3x the simulator's wall time on a 2-core machine.
 
 Usage::
 
@@ -28,7 +28,6 @@ import argparse
 import os
 import random
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -18,6 +18,7 @@ the session start.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import psn
@@ -46,7 +47,8 @@ def main(argv=None) -> None:
                     help="run the Python reference only up to this many nodes")
     args = ap.parse_args(argv)
     print_header("Spark reference vs Python reference",
-                 "python -m bench.bench_spark " + " ".join(argv or []))
+                 "python -m bench.bench_spark " + " ".join(sys.argv[1:] if argv is None
+                                                           else argv))
     from psn.batch.session import get_session
     from psn.batch.spark import SparkStats, evaluate_spark
     with timer() as start:

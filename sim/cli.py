@@ -123,6 +123,7 @@ def build_simulation(args: argparse.Namespace, program=None):
         engine_options["batch"] = False
     return Simulation(program, topo, annotation=getattr(args, "annotation", "best"),
                       ship=getattr(args, "ship", None),
+                      aggsel=getattr(args, "aggsel", "auto"),
                       placement=placement, delivery=getattr(args, "delivery", "random"),
                       seed=seed, processing=getattr(args, "processing", None),
                       local_latency=local, cost=getattr(args, "cost", "latency"),

@@ -15,9 +15,9 @@ the simulator. It implements the Transport protocol (``connect``, ``send``, ``po
 - :meth:`poll` advances virtual time to the next arrival (running every event due at that
   instant, soft-state expiries included) and hands out what arrived;
 - traffic is counted as serialized on the wire (``psn.wire`` through the engine's codec):
-  :class:`psn.transport.TrafficMetrics` like every transport, plus :class:`sim.metrics.Counters`
-  with the receiving side, updates processed and messages between two nodes of one worker
-  counted apart (they cost no traffic).
+  :class:`psn.transport.TrafficMetrics` like every transport, plus
+  :class:`sim.metrics.Counters` with the receiving side, updates processed and messages
+  between two nodes of one worker counted apart (they cost no traffic).
 
 Deliberately not here: the PSN iteration (the engine steps nodes after each poll), workloads
 and checks (:mod:`sim.simulation`), metric files (:mod:`sim.metrics`). All randomness comes

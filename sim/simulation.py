@@ -108,6 +108,10 @@ class Simulation:
     ship:
         MinShip policy (Liu Sec. 5), passed to the engine when it takes one; ``None`` means
         ``"lazy"`` with absorption provenance and the engine's default otherwise.
+    aggsel:
+        Aggregate selection (Liu Sec. 6) handed to the engine when it takes one:
+        ``"multi"``, ``"single"``, ``None`` (off); ``"auto"`` (default) is ``"multi"`` for
+        programs where it applies (shortest path), as the reference evaluator does.
     engine_options:
         Passed to :class:`psn.engine.Network` (e.g. ``batch=False``).
     """
@@ -118,7 +122,8 @@ class Simulation:
                  processing: "ProcessingModel | str | None" = None,
                  local_latency: float | None = None, cost: str = "latency",
                  roundtrip: bool = False, state_metrics: bool = True,
-                 ship: str | None = None, engine_options: dict | None = None):
+                 ship: str | None = None, aggsel: str | None = "auto",
+                 engine_options: dict | None = None):
         from psn.engine import Network
         self.program = _load_program(program)
         self.topology = _load_topology(topology, seed)
@@ -138,11 +143,17 @@ class Simulation:
                                       placement=self.placement, processing=processing,
                                       clock=self.clock, latency=latency, roundtrip=roundtrip)
         options = dict(engine_options or {})
-        if ship is None and self.annotation == "absorption":
+        scheme_name = getattr(self.annotation, "name", self.annotation)
+        if ship is None and scheme_name == "absorption":
             ship = "lazy"                   # Liu Sec. 5: the cheapest provenance scheme
         if ship is not None and _accepts(Network, "ship"):
             options.setdefault("ship", ship)
         self.ship = options.get("ship")
+        if aggsel == "auto":                # as the reference: on wherever it applies
+            aggsel = "multi" if _aggsel_pruned(self.program) else None
+        if aggsel is not None and _accepts(Network, "aggsel"):
+            options.setdefault("aggsel", aggsel)
+        self.aggsel = options.get("aggsel")
         self.net = Network(self.program, annotation=self.annotation,
                            transport=self.transport, **options)
         self.cost = cost
@@ -183,6 +194,7 @@ class Simulation:
             "links": getattr(topo, "num_links", None),
             "annotation": getattr(self.annotation, "name", self.annotation),
             "ship": self.ship,
+            "aggsel": self.aggsel,
             "placement": self.placement.describe(),
             "delivery": self.transport.delivery.describe(),
             "processing": self.transport.processing.describe(),
@@ -439,7 +451,7 @@ def state_figures(net, cache: dict | None = None) -> dict:
 
 def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
                       limit: int = 20) -> tuple[bool, list]:
-    """Tuple-by-tuple comparison of two ``relation -> set`` maps (see :meth:`Simulation.check`).
+    """Tuple-by-tuple comparison of two ``relation -> set`` maps (:meth:`Simulation.check`).
 
     Only relations present in ``want`` are compared (base relations the reference does not
     return are ignored); ``limit`` caps the diff list, not the verdict.

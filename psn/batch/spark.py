@@ -213,12 +213,6 @@ class _Run:
             out[pred].add(tuple(K.from_json(data.get(c), k) for c, k in zip(cols, sig)))
         return out
 
-    def _empty(self, sig: tuple):
-        from pyspark.sql import types as T
-        schema = T.StructType([T.StructField(c, K.storage(k) if sig else T.LongType())
-                               for c, k in zip(_cols(len(sig)), sig or (K.LONG,))])
-        return self.spark.createDataFrame([], schema)
-
     # -- strata --------------------------------------------------------------------------
     def _stratum(self, comp: set[str], rules: list[A.Rule]) -> None:
         for r in rules:

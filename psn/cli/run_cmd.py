@@ -22,7 +22,7 @@ import json
 
 __all__ = ["register", "build_network", "run"]
 
-ANNOTATIONS = ("set", "derivation")
+ANNOTATIONS = ("set", "derivation", "absorption")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,12 +45,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _add_engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotation", default="derivation", metavar="NAME",
-                   help="annotation scheme: set or derivation (default derivation)")
+                   help="annotation scheme: set, derivation or absorption (default "
+                   "derivation)")
     p.add_argument("--delivery", choices=("fifo", "random", "adversarial"), default="random",
                    help="delivery order of the in-memory transport (default random)")
     p.add_argument("--seed", type=int, default=0, help="seed of the delivery order")
     p.add_argument("--pick", choices=("all", "one"), default="all",
                    help="pick all pickable updates per iteration (default) or one")
+    # issue 5: MinShip, aggregate selection, provenance you can read
+    p.add_argument("--ship", default=None, metavar="MODE",
+                   help="MinShip (Liu Sec. 5): eager, eager:W, lazy or off (default: lazy "
+                   "with --annotation absorption, off otherwise)")
+    p.add_argument("--aggsel", choices=("multi", "single", "off"), default="multi",
+                   help="aggregate selection (Liu Sec. 6) where detected: multi (default), "
+                   "single (first aggregate only) or off; not with --annotation derivation")
+    p.add_argument("--why", action="append", default=[], metavar="FACT",
+                   help="print the provenance of FACT, e.g. 'reachable(@a,c)', as a minimal "
+                   "sum of products over base tuples (needs --annotation absorption)")
 
 
 def _add_output_flags(p: argparse.ArgumentParser) -> None:
@@ -67,8 +78,19 @@ def build_network(args: argparse.Namespace):
 
     program = load(args.program)
     facts = read_facts_files(args.facts)
-    return Network(program, facts, annotation=args.annotation, delivery=args.delivery,
-                   seed=args.seed, batch=args.pick == "all")
+    from ..engine.minship import parse_ship
+    ship = getattr(args, "ship", None)
+    parse_ship(ship)                                   # InputError naming a bad value
+    aggsel = getattr(args, "aggsel", "off")
+    if args.annotation == "derivation":
+        aggsel = "off"                                 # multiplicities: see engine.aggsel
+    net = Network(program, facts, annotation=args.annotation, delivery=args.delivery,
+                  seed=args.seed, batch=args.pick == "all", ship=ship, aggsel=aggsel)
+    if getattr(args, "why", None) and not hasattr(net.scheme, "explain"):
+        from ..errors import InputError
+        raise InputError(f"--why needs provenance: annotation '{args.annotation}' keeps "
+                         f"none (use --annotation absorption)")
+    return net
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,4 +124,17 @@ def run(args: argparse.Namespace) -> int:
         print(render_relations(result, "table"))
         keys = ("updates_processed", "messages_sent", "tuples_sent", "bytes_sent")
         print("-- " + ", ".join(f"{k}={metrics[k]}" for k in keys))
+    _print_why(net, getattr(args, "why", []))
     return 0
+
+
+def _print_why(net, facts: list) -> None:
+    """``--why FACT``: one line ``FACT = formula`` per fact (Network.why)."""
+    from ..errors import InputError
+    from ..parser import parse_atom
+    for text in facts:
+        try:
+            atom = parse_atom(text.strip().rstrip("."))
+        except Exception as e:  # PSNError with a caret: re-raise as bad user input
+            raise InputError(f"--why {text!r} is not a fact: {e}") from None
+        print(f"{text.strip()} = {net.why(atom.pred, atom.values)}")

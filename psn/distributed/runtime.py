@@ -1,12 +1,13 @@
 """Starting and stopping Ray for PSN: local by default, or joining a cluster.
 
 Role: one place that calls ``ray.init``. Locally (no address) Ray runs on this machine only:
-bound to loopback (``127.0.0.1``, with Ray's single-machine mode), dashboard off, usage statistics off, worker logs not
-forwarded to the driver, ``num_cpus`` sized for a small machine (2 by default) and a small
-object store (PSN ships only small msgpack batches). ``address="HOST:6379"`` (or ``"auto"``)
-joins a running cluster started with ``ray start --head`` / ``ray start --address=HEAD:6379``
-(RUNTIME.md Sec. 7). The time ``ray.init`` took is kept (:func:`startup_seconds`) so that
-benchmarks report Ray start-up separately from evaluation.
+bound to loopback (``127.0.0.1``, with Ray's single-machine mode), dashboard off, usage
+statistics off, worker logs not forwarded to the driver, ``num_cpus`` sized for a small
+machine (2 by default) and a small object store (PSN ships only small msgpack batches).
+``address="HOST:6379"`` (or ``"auto"``) joins a running cluster started with
+``ray start --head`` / ``ray start --address=HEAD:6379`` (RUNTIME.md Sec. 7). The time
+``ray.init`` took is kept (:func:`startup_seconds`) so that benchmarks report Ray start-up
+separately from evaluation.
 
 Deliberately not here: actors (``psn.distributed.actor``), runs (``psn.distributed.network``).
 """

@@ -3,8 +3,9 @@
 Role: the pure, Ray-free half of a distributed worker (RUNTIME.md vocabulary: a *worker* is a
 process hosting many nodes). A :class:`Shard` is a :class:`psn.engine.WorkerHost`: it owns
 the :class:`psn.engine.Node` objects of the nodes placed on its worker, one annotation
-``shared_context()`` for all of them (one BDD manager per process), and runs the PSN iteration (Nigam et al. 2012, Algorithm 1: pick /
-fire / commit, all pickable updates per step) until none of its nodes has work. Updates
+``shared_context()`` for all of them (one BDD manager per process), and runs the PSN
+iteration (Nigam et al. 2012, Algorithm 1: pick / fire / commit, all pickable updates per
+step) until none of its nodes has work. Updates
 between two of its nodes stay in the process (decoded from their wire bytes only for
 context-bound schemes, like :class:`psn.transport.InMemoryTransport`); updates for nodes of
 other workers are encoded with :class:`psn.wire.Codec` in the sender's context and
@@ -31,7 +32,6 @@ import msgpack
 from ..builtins import format_value
 from ..engine import CENTRAL, WorkerHost
 from ..transport import Placement, TrafficMetrics
-from ..wire import Codec
 
 __all__ = ["Shard", "ShardMap", "stable_hash", "pack", "unpack"]
 

@@ -170,8 +170,11 @@ class MinShip:
             rec = self.records.get(key)
             if rec is None or rec[0] is None:    # held by aggregate selection
                 continue
-            d = scheme.ship_diff(ctx, rec[1], rec[0])
-            rec[0] = rec[1]
+            have = scheme.ship_restrict(ctx, rec[1])
+            if have is None:
+                continue
+            d = scheme.ship_diff(ctx, have, rec[0])
+            rec[0] = rec[1] = have
             if d is not None:
                 dst, pred, tup = key
                 res.append((dst, (1, pred, tup, d)))
@@ -230,32 +233,34 @@ class MinShip:
             return
         shipped, have = rec
         names = scheme.ship_zeroed_names(ctx, ann)
-        new_h = scheme.ship_restrict(ctx, have, names)
         if shipped is None:                      # held (never shipped): forget silently
             self.deletions_dropped += 1
+            new_h = scheme.ship_restrict(ctx, have, names)
             if new_h is None:
                 self._forget(key, pred, tup, touched)
             else:
                 rec[1] = new_h
             return
+        # H may keep dead variables until something is shipped from it: H is monotone, so
+        # a live derivation is absorbed by H iff by H with the dead variables false
         new_s = scheme.ship_restrict(ctx, shipped, names)
         if new_s is not None and scheme.equal(ctx, new_s, shipped):
-            rec[1] = new_h                       # the shipped part does not depend on it
-            self.deletions_dropped += 1
+            self.deletions_dropped += 1          # the shipped part does not depend on it
             return
         dead = names | scheme.ship_dead_names(ctx, shipped)
-        if new_s is None and new_h is not None:  # alternatives first, then the deletion
-            new_s = self._first(scheme, ctx, new_h)
-            res.append((dst, (1, pred, tup, new_s)))
-            self.shipped_insertions += 1
+        if new_s is None:
+            new_h = scheme.ship_restrict(ctx, have, names)
+            if new_h is not None:                # alternatives first, then the deletion
+                new_s = self._first(scheme, ctx, new_h)
+                res.append((dst, (1, pred, tup, new_s)))
+                self.shipped_insertions += 1
+                rec[1] = new_h
         res.append((dst, (-1, pred, tup, scheme.ship_zeroing(ctx, dead))))
         self.deletions_sent += 1
         if new_s is None:
             self._forget(key, pred, tup, touched)
         else:
-            rec[0], rec[1] = new_s, new_h
-            if scheme.equal(ctx, new_s, new_h):
-                self.dirty.pop(key, None)
+            rec[0] = new_s
 
     def _forget(self, key, pred, tup, touched: dict) -> None:
         del self.records[key]
@@ -282,6 +287,7 @@ class MinShip:
         for tup in sel.qualified(members):
             rec = self.records[(dst, pred, tup)]
             if rec[0] is None:
+                rec[1] = scheme.ship_restrict(ctx, rec[1]) or rec[1]
                 rec[0] = self._first(scheme, ctx, rec[1])
                 res.append((dst, (1, pred, tup, rec[0])))
                 self.shipped_insertions += 1

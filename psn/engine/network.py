@@ -344,7 +344,10 @@ class Network:
     def why(self, pred: str, tup: tuple) -> str:
         """The provenance of ``pred(tup)`` as a formula over base tuples, in minimal
         sum-of-products form (Liu et al. 2009, Sec. 4; ``psn run --why``); ``false`` if the
-        tuple is absent. Needs a scheme with ``explain`` (``absorption``).
+        tuple is absent. Needs a scheme with ``explain`` (``absorption``). With eager
+        MinShip (or none) at quiescence this is the tuple's full PosBool provenance; with
+        lazy MinShip it holds the derivations shipped to the node (at least one per live
+        tuple; alternatives stay buffered at the senders until needed).
 
         Raises
         ------

@@ -1,0 +1,62 @@
+"""``psn run`` with the issue-5 flags: --annotation absorption, --ship, --aggsel, --why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from psn.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture
+def fig2(tmp_path):
+    f = tmp_path / "fig2.facts"
+    f.write_text('link(@"A","B"). link(@"B","C"). link(@"C","A"). link(@"C","B").\n')
+    b = tmp_path / "del.burst"
+    b.write_text('-link(@"C","B").\n')
+    return f, b
+
+
+def test_why_prints_minimal_sum_of_products(fig2, capsys):
+    facts, burst = fig2
+    rc = main(["run", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts),
+               "--annotation", "absorption", "--ship", "eager",
+               "--why", 'reachable(@"C","B")', "--why", 'reachable(@"A","A")'])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert 'reachable(@"C","B") = link(@"C","B") ∨ link(@"A","B") ∧ link(@"C","A")' in out
+    assert 'reachable(@"A","A") = link(@"A","B") ∧ link(@"B","C") ∧ link(@"C","A")' in out
+    main(["run", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts), "--burst",
+          str(burst), "--annotation", "absorption", "--ship", "lazy",
+          "--why", 'reachable(@"C","B")', "--why", 'reachable(@"Z","Z")'])
+    out = capsys.readouterr().out.splitlines()
+    assert 'reachable(@"C","B") = link(@"A","B") ∧ link(@"C","A")' in out
+    assert 'reachable(@"Z","Z") = false' in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--ship", "sometimes"], "--ship"),
+    (["--annotation", "set", "--why", 'reachable(@"A","B")'], "needs provenance"),
+    (["--annotation", "absorption", "--why", "reachable(@A"], "not a fact"),
+])
+def test_bad_flags_are_input_errors(fig2, capsys, argv, message):
+    facts, _ = fig2
+    rc = main(["run", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts)] + argv)
+    assert rc == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("aggsel", ["multi", "off"])
+def test_shortest_path_with_aggsel_flag(tmp_path, capsys, aggsel):
+    f = tmp_path / "l.facts"
+    f.write_text("link(@a,b,1). link(@b,c,1). link(@a,c,5). link(@c,a,1). link(@b,a,2).\n")
+    rc = main(["run", str(EXAMPLES / "shortest_path.ndl"), "--facts", str(f),
+               "--annotation", "absorption", "--aggsel", aggsel, "--format", "json",
+               "--relation", "minCost"])
+    assert rc == 0
+    got = json.loads(capsys.readouterr().out)["relations"]["minCost"]
+    assert ["a", "c", 2] in got and ["c", "b", 2] in got
