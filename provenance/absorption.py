@@ -245,10 +245,12 @@ class AbsorptionScheme(AnnotationScheme):
     def ship_restrict(self, ctx, f, names=()):
         """``f`` with the node's zeroed variables (and ``names``) false; None if false."""
         bdd = ctx.bdd
-        if ctx.zeroed:
-            f = bdd.zero(f, ctx.zeroed)
-        if names:
-            f = bdd.zero(f, names)
+        zeroed = ctx.zeroed
+        extra = [v for v in names if v not in zeroed] if names else ()
+        if zeroed or extra:
+            hit = {v: False for v in bdd.support(f) if v in zeroed or v in extra}
+            if hit:
+                f = bdd.bdd.let(hit, f)
         return None if f == bdd.false else f
 
     def ship_absorbs(self, ctx, have, new) -> bool:

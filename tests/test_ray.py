@@ -199,6 +199,23 @@ def test_shortest_path_with_deletions(ray_pool):
         _run_bursts(net, bursts, SHORTEST)
 
 
+def test_minship_and_aggregate_selection_on_workers(ray_pool):
+    # absorption with lazy MinShip (its default) and multi-aggregate selection, stages built
+    # on every worker: relations other than the pruned `path` equal the reference
+    from psn.analysis import aggsel_candidates
+    if "absorption" not in scheme_names():
+        pytest.skip("absorption is not registered")
+    links = topologies.make("ring", n=20).facts(3, cost="hops")["link"]
+    bursts = [_insert({"link": links}), [(-1, "link", links[6]), (-1, "link", links[7])]]
+    pruned = set(aggsel_candidates(SHORTEST))
+    with RayNetwork(SHORTEST, annotation="absorption", aggsel="multi", pool=ray_pool,
+                    workers=4) as net:
+        for burst in bursts:
+            net.apply(burst).run()
+            _assert_same(net.relations(), psn.evaluate(SHORTEST, net.base_facts()),
+                         skip=pruned)
+
+
 def test_same_result_as_simulator(ray_pool):
     sim = pytest.importorskip("sim")
     topo = topologies.make("random", n=40, m=80, seed=3)

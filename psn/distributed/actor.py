@@ -52,13 +52,15 @@ class ShardActor:
 
     def configure(self, epoch: int, index: int, key: str, program, annotation,
                   shards, peers: list, batch: bool = True, roundtrip: bool = False,
-                  on_node=None) -> int:
+                  on_node=None, ship=None, aggsel=None) -> int:
         """Start epoch ``epoch`` with an empty shard: drop every node and counter.
 
         ``program`` is the source :class:`psn.ast.Program` (prepared here once per ``key``
         and cached), ``annotation`` a scheme name or object, ``shards`` a
         :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
-        by index, ``on_node`` an optional callable installing stages on every new node. This
+        by index, ``on_node`` an optional callable run on every new node, ``ship`` and
+        ``aggsel`` the MinShip and aggregate-selection modes of :class:`psn.engine.Network`
+        (the :class:`psn.engine.WorkerHost` builds their stages on this worker). This
         one-time setup travels through Ray's own serialization; updates never do.
         """
         from provenance import get_scheme
@@ -70,7 +72,8 @@ class ShardActor:
         self.error = None
         self.crash_countdown = None
         self.shard = Shard(index, self._prepared[1], get_scheme(annotation), shards,
-                           batch=batch, roundtrip=roundtrip, on_node=on_node)
+                           batch=batch, roundtrip=roundtrip, on_node=on_node, ship=ship,
+                           aggsel=aggsel)
         return os.getpid()
 
     # -- updates -------------------------------------------------------------------------

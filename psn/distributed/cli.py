@@ -156,7 +156,9 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
     try:
         net = RayNetwork(program, annotation=_annotation(args), pool=pool,
                          seed=getattr(args, "seed", 0) or 0,
-                         batch=getattr(args, "pick", "all") == "all")
+                         batch=getattr(args, "pick", "all") == "all",
+                         ship=getattr(args, "ship", None),
+                         aggsel=getattr(args, "aggsel", None))
         check = bool(getattr(args, "check", False))
         rows = []
         if getattr(args, "overlap", False) and not any(isinstance(s, _LazySteps)

@@ -201,6 +201,10 @@ class RayNetwork:
     on_node:
         As for :class:`psn.engine.Network`: called with every new node, on the worker that
         hosts it (so it must be picklable: a module-level function or object).
+    ship, aggsel:
+        MinShip (``eager[:W]``, ``lazy``, ``off``; None: the scheme's default, ``lazy`` for
+        ``absorption``) and aggregate selection (``multi``, ``single``, ``off``/None), as for
+        :class:`psn.engine.Network`; the stages are built on every worker.
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
@@ -208,7 +212,7 @@ class RayNetwork:
                  address: str | None = None, placement=None, seed: int = 0,
                  batch: bool = True, roundtrip: bool = False,
                  pool: WorkerPool | None = None, max_recoveries: int = 5,
-                 on_node=None):
+                 on_node=None, ship=None, aggsel: str | None = None):
         from ..engine import Network
         if isinstance(program, str):
             program = parse(program)
@@ -224,6 +228,7 @@ class RayNetwork:
         self.seed = seed
         self.batch, self.roundtrip = batch, roundtrip
         self.on_node = on_node
+        self.ship, self.aggsel = ship, aggsel
         self._own_pool = pool is None
         self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
         n = len(self.pool) if workers is None else workers
@@ -343,7 +348,7 @@ class RayNetwork:
         actors = self.pool.actors[:self.workers]
         refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.scheme_spec,
                                    self.shards, actors, self.batch, self.roundtrip,
-                                   self.on_node)
+                                   self.on_node, self.ship, self.aggsel)
                 for i, a in enumerate(actors)]
         try:
             ray.get(refs)

@@ -110,13 +110,16 @@ class Shard(WorkerHost):
     roundtrip:
         Decode every message between two nodes of this worker from its bytes, too.
     on_node:
-        Called with every new node (installs pick and send stages: aggregate selection,
-        MinShip), as :class:`psn.engine.Network`'s ``on_node``.
+        Called with every new node, as :class:`psn.engine.Network`'s ``on_node``.
+    ship, aggsel:
+        MinShip and aggregate-selection modes (the host installs their stages on every
+        node; see :class:`psn.engine.Network`).
     """
 
     def __init__(self, index: int, program, scheme, shards, *, batch: bool = True,
-                 roundtrip: bool = False, on_node=None):
-        super().__init__(program, scheme, index, shards, batch=batch, on_node=on_node)
+                 roundtrip: bool = False, on_node=None, ship=None, aggsel=None):
+        super().__init__(program, scheme, index, shards, batch=batch, on_node=on_node,
+                         ship=ship, aggsel=aggsel)
         self.index = index
         self.shards = shards
         self.roundtrip = roundtrip

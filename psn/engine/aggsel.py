@@ -45,8 +45,6 @@ the detection (:mod:`psn.analysis`), shipping (:mod:`psn.engine.minship`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import ast as A
 from ..errors import InputError
 

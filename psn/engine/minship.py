@@ -3,54 +3,62 @@
 Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLazy) and
 RUNTIME.md Sec. 4, as a :class:`~psn.engine.node.SendStage` of one node. For every
 destination ``d`` and every fact ``f`` the node has sent towards ``d``, the stage keeps a
-record ``[S, B]``:
+record ``[S, H]``:
 
 ``S``
-    the *shipped* provenance: the OR of everything sent for ``f`` to ``d`` (with the
-    variables the node has seen zeroed set to false);
-``B``
-    the *buffer*: alternative derivations produced later and not absorbed by ``S``.
+    the *shipped* provenance: the OR of everything sent for ``f`` to ``d``;
+``H``
+    everything produced for ``f`` towards ``d``: ``S`` OR the *buffer* ``B`` of alternative
+    derivations not absorbed by ``S`` (the buffer is non-empty iff ``H`` differs from ``S``).
 
-An insertion of ``f`` towards ``d`` is shipped at once if ``d`` has nothing live for it
-(``S`` false or no record); otherwise it is merged into ``B`` unless ``S`` absorbs it
-(``ann ∧ ¬S`` false). A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a
+An insertion of ``f`` towards ``d`` is shipped at once if ``d`` has nothing live for it (no
+record); otherwise it is merged into ``H`` unless ``H`` absorbs it (``ann → H``, CUDD's Leq,
+no node built). A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a
 zeroed variable, i.e. only along the paths on which provenance depending on it was shipped;
-``B`` is zeroed silently (it was never shipped).
+the buffer is never told (it was never shipped). ``H`` may keep dead variables until
+something is shipped from it (then it is restricted first): being monotone, it absorbs a
+live derivation iff its live part does. Lazy shipping ships *one* derivation at a time (a
+minimal satisfying set of the provenance, ``ship_one``), so what crosses the network is a
+conjunction of base variables, never the whole buffered formula.
 
 Modes
     ``eager[:W]``
-        Every ``W`` buffered alternatives (counted per node, default :data:`DEFAULT_WINDOW`)
-        all buffers of the node are shipped (``B`` moves into ``S``); the end of the stream
+        Every ``W`` buffered alternatives (counted per node, default :data:`DEFAULT_WINDOW` =
+        100: few, larger batches; the end-of-stream flush bounds the delay anyway) all
+        buffers of the node are shipped (``S`` becomes ``H``); the end of the stream
         (:meth:`flush`, called by the driver at quiescence) ships them too. At quiescence
         every receiver therefore holds the full provenance: with eager shipping every tuple's
         provenance equals its PosBool provenance. ``W = 1`` ships every non-absorbed
         alternative in the step that produced it.
     ``lazy`` (``W`` infinite)
         Buffers are shipped only when needed for correctness: when a zeroing makes ``S``
-        false while ``B`` (zeroed too) is not, ``B`` is sent as an insertion **before** the
-        deletion, in the same step and the same batch. :meth:`flush` ships nothing.
+        false while ``H`` (zeroed too) is not, one derivation of ``H`` is sent as an insertion
+        **before** the deletion, in the same step and the same batch. :meth:`flush` ships
+        nothing: at the end of the stream buffers stay buffered, since every live tuple is
+        already held by its receivers; they are needed only if a later deletion kills
+        ``S``. (The driver's flush at quiescence is therefore a no-op for lazy.)
 
-Invariant (lazy and eager alike), per node, destination and fact: ``S ∨ B`` is the OR of
-every derivation the node produced for the fact towards that destination (restricted by the
-zeroed variables), and ``S`` is false only if ``B`` is false. The receiver holds at least
-``S`` from this sender (once in-flight messages arrive; it restricts by its own zeroed
+Invariant (lazy and eager alike), per node, destination and fact: ``H`` is the OR of every
+derivation the node produced for the fact towards that destination, and whenever ``S`` has
+no live derivation left, ``H`` has none either (the record is then dropped). The receiver
+holds at least ``S`` from this sender (once in-flight messages arrive; it restricts by its own zeroed
 variables, so a deletion overtaking the alternative sent before it only removes the tuple
 transiently, and the alternative, whose variables are all live, restores it). Hence a fact is
-present at the receiver iff some sender has a non-false ``S ∨ B`` for it, iff it is derivable:
+present at the receiver iff some sender has a live ``H`` for it, iff it is derivable:
 the relations are exact in both modes; only the provenance the receiver stores is partial
 under lazy shipping (it holds the derivations shipped, not every alternative).
 
 The stage also hosts the *sending side* of aggregate selection (Liu Sec. 6: AggSel is
 "embedded within MinShip"): given a :class:`~psn.engine.aggsel.Selector` per predicate, a new
 fact that is not best in its group towards ``d`` (for any aggregate, ties kept) is only
-recorded (``S`` empty, ``B`` its provenance, "held"); when a shipped fact of the group
+recorded (``S`` None, ``H`` its provenance, "held"); when a shipped fact of the group
 disappears, the held facts that became best are shipped.
 
 Works with schemes that implement the shipping algebra of
 :class:`provenance.absorption.AbsorptionScheme` (``ship_restrict``, ``ship_absorbs``,
-``ship_diff``, ``ship_zeroed_names``, ``ship_dead_names``, ``ship_zeroing``); :func:`install` leaves other
-schemes alone (``set`` never re-ships a present fact, ``derivation`` must ship every
-occurrence).
+``ship_diff``, ``ship_one``, ``ship_zeroed_names``, ``ship_dead_names``, ``ship_zeroing``);
+:func:`install` leaves other schemes alone (``set`` has no provenance to buffer,
+``derivation`` must ship every occurrence).
 
 Deliberately not here: the fixpoint's own absorption (``provenance.absorption.pick``), the
 receiving side of aggregate selection (:mod:`psn.engine.aggsel`), delivery and traffic
@@ -59,16 +67,12 @@ accounting (``psn.transport``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import InputError
 
 __all__ = ["MinShip", "parse_ship", "install", "node_stages", "DEFAULT_WINDOW", "supports"]
 
 #: Default eager window: buffered alternatives per node between two flushes.
 DEFAULT_WINDOW = 100
-
-_NONE = None
 
 
 def parse_ship(text: str | None) -> tuple[str, int | None] | None:
@@ -174,7 +178,10 @@ class MinShip:
             if have is None:
                 continue
             d = scheme.ship_diff(ctx, have, rec[0])
-            rec[0] = rec[1] = have
+            # S keeps what it shipped, dead variables included: a later zeroing of them
+            # must still be forwarded to the receiver
+            rec[0] = scheme.combine(ctx, rec[0], have)
+            rec[1] = rec[0]
             if d is not None:
                 dst, pred, tup = key
                 res.append((dst, (1, pred, tup, d)))
