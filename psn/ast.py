@@ -173,6 +173,15 @@ class Rule:
     def is_aggregate(self) -> bool:
         return bool(self.head.aggregates)
 
+    @property
+    def body_var_names(self) -> tuple[str, ...]:
+        """Named variables of the body, in order of first occurrence."""
+        names: dict[str, None] = {}
+        for lit in self.body:
+            for v in literal_vars(lit):
+                names.setdefault(v.name)
+        return tuple(names)
+
 
 @dataclass(frozen=True)
 class Fact:

@@ -123,3 +123,25 @@ def compare_relations(expected: Mapping[str, Iterable[tuple]],
         if got - exp:
             extra[name] = sorted_tuples(got - exp)
     return RelationDiff(missing, extra, tuple(names))
+
+
+def reference_evaluator(kind: str = "python", master: str | None = None):
+    """The reference a run is checked against: ``psn.evaluate`` (``"python"``) or Spark's
+    batch evaluation (``"spark"``, RUNTIME.md §6), as ``evaluate(program, facts)``.
+
+    Raises
+    ------
+    InputError
+        For any other ``kind``.
+    """
+    from .errors import InputError
+    if kind in ("python", True):
+        from .reference import evaluate
+        return evaluate
+    if kind == "spark":
+        from .batch.spark import evaluate_spark
+
+        def spark(program, facts):
+            return evaluate_spark(program, facts, master=master)
+        return spark
+    raise InputError(f"--check takes 'python' or 'spark', got {kind!r}")

@@ -17,7 +17,7 @@ from typing import Iterable
 from .builtins import format_value
 from .errors import InputError, Span
 
-__all__ = ["sort_key", "sorted_tuples", "relations_to_json", "render_relations",
+__all__ = ["select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
            "read_facts_file", "read_facts_files", "jsonable"]
 
 
@@ -43,6 +43,23 @@ def jsonable(value):
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
         return "infinity" if value > 0 else "-infinity"
     return value
+
+
+def select_relations(relations: dict[str, set], names) -> dict[str, set]:
+    """The named relations (all of them when ``names`` is empty).
+
+    Raises
+    ------
+    InputError
+        Naming the unknown relations and listing the program's.
+    """
+    if not names:
+        return relations
+    unknown = [r for r in names if r not in relations]
+    if unknown:
+        raise InputError(f"no relation named {', '.join(map(repr, unknown))}; "
+                         f"the program has {', '.join(sorted(relations))}")
+    return {r: relations[r] for r in names}
 
 
 def relations_to_json(relations: dict[str, set]) -> dict[str, list]:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import lark
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Transformer, v_args
 
 from . import ast as A
 from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span

@@ -249,18 +249,9 @@ def aggregate_value(func: str, values: list):
     return total if func == "sum" else total / len(values)
 
 
-def _body_var_names(rule: A.Rule) -> tuple[str, ...]:
-    names: list[str] = []
-    for lit in rule.body:
-        for v in A.literal_vars(lit):
-            if v.name not in names:
-                names.append(v.name)
-    return tuple(names)
-
-
 def _eval_aggregate_rule(rule: A.Rule, full: Callable[[str], Relation]) -> set[tuple]:
     run = compile_body(rule, None, lambda i: full)
-    names = _body_var_names(rule)
+    names = rule.body_var_names
     seen: set[tuple] = set()
     envs: list[Env] = []
 

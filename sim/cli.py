@@ -16,6 +16,8 @@ Deliberately not here: parsing NDlog, building topologies (``topologies``), the 
 
 from __future__ import annotations
 
+from psn.check import reference_evaluator
+
 import argparse
 import json
 import sys
@@ -136,6 +138,8 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
 
     sim = build_simulation(args, program)
     check = bool(getattr(args, "check", False))
+    if check:
+        sim.reference = reference_evaluator(args.check, getattr(args, "spark_master", None))
     progress = getattr(args, "progress", None)
     extra = read_facts_files(getattr(args, "facts", []) or [])
     if extra:
@@ -178,14 +182,8 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
 
 
 def _selected(sim, names):
-    if not names:
-        return None
-    rels = sim.relations()
-    unknown = [r for r in names if r not in rels]
-    if unknown:
-        raise InputError(f"no relation named {', '.join(map(repr, unknown))}; "
-                         f"the program has {', '.join(sorted(rels))}")
-    return {r: rels[r] for r in names}
+    from psn.output import select_relations
+    return select_relations(sim.relations(), names) if names else None
 
 
 def print_steps(sim, file=None) -> None:

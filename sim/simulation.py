@@ -24,6 +24,8 @@ except to report wall time.
 
 from __future__ import annotations
 
+from psn.check import reference_evaluator
+
 import math
 import random
 import sys
@@ -158,6 +160,9 @@ class Simulation:
                            transport=self.transport, **options)
         self.cost = cost
         self.state_metrics = state_metrics
+        #: what :meth:`check` compares with: ``psn.evaluate`` unless set otherwise
+        #: (``psn.check.reference_evaluator("spark")`` for ``--check spark``)
+        self.reference = reference_evaluator("python")
         arities = self.program.arities()
         self.link_arity = arities.get("link")
         self.uses = frozenset(self.program.predicates)
@@ -372,9 +377,8 @@ class Simulation:
         ``+`` the engine has a tuple the reference does not, ``-`` the reverse. Predicates
         the reference prunes by aggregate selection (Liu Sec. 6) are not compared.
         """
-        import psn
         # the ledger holds the program's own facts too (they can be deleted like any other)
-        ref = psn.evaluate(self.program.with_(facts=()), self.base_facts())
+        ref = self.reference(self.program.with_(facts=()), self.base_facts())
         return compare_relations(self.relations(), ref, skip=_aggsel_pruned(self.program))
 
     # ------------------------------------------------------------------ output

@@ -412,7 +412,7 @@ class _Run:
         """Head tuples of an aggregate rule: group the distinct assignments of the body's
         variables by the non-aggregate head arguments (psn.reference semantics)."""
         F = self.F
-        names = _body_var_names(rule)
+        names = rule.body_var_names
         by_group: dict[tuple, list] = {}
         for frame in self._frames(rule, None):
             df = frame.df.select(*[var_column(n) for n in names]).distinct() if names \
@@ -479,15 +479,6 @@ class _Run:
         sig_of = dict(group_sig) | out_kinds
         sig = tuple(sig_of[i] for i in range(arity))
         return sig, result.select(*_cols(arity))
-
-
-def _body_var_names(rule: A.Rule) -> tuple[str, ...]:
-    names: list[str] = []
-    for lit in rule.body:
-        for v in A.literal_vars(lit):
-            if v.name not in names:
-                names.append(v.name)
-    return tuple(names)
 
 
 def _union(dfs: list):

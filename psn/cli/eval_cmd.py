@@ -28,19 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..output import read_facts_files, render_relations
+    from ..output import read_facts_files, render_relations, select_relations
     from ..parser import load
     from ..reference import evaluate
 
     program = load(args.program)
     facts = read_facts_files(args.facts)
     result = evaluate(program, facts, aggsel=not args.no_aggsel)
-    if args.relation:
-        unknown = [r for r in args.relation if r not in result]
-        if unknown:
-            raise InputError(f"no relation named {', '.join(map(repr, unknown))}; "
-                             f"the program has {', '.join(sorted(result))}")
-        result = {r: result[r] for r in args.relation}
+    result = select_relations(result, args.relation)
     print(render_relations(result, args.format))
     return 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 __all__ = ["register", "build_network", "run"]
 
@@ -40,13 +41,46 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="inject all bursts at once instead of each to quiescence")
     _add_engine_flags(p)
     _add_output_flags(p)
+    _add_transport_flags(p)
     p.set_defaults(func=run)
 
 
+ENGINES = ("sim", "memory", "ray")
+
+
+def _add_transport_flags(p: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--check`` and the simulator's and Ray's own flags (issues 6-8)."""
+    import sim
+    from .. import distributed
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="sim: the discrete-event simulator on a topology (the default "
+                   "whenever --topology or --workload is given); memory: in-memory nodes "
+                   "without latencies (the default otherwise); ray: Ray actors")
+    p.add_argument("--check", nargs="?", const="python", default=None,
+                   choices=("python", "spark"),
+                   help="compare the relations with the reference after every burst: "
+                   "psn.evaluate (python, the default) or Spark batch jobs (spark); report "
+                   "differences tuple by tuple and exit 1 if there are any")
+    p.add_argument("--spark-master", default=None, metavar="URL",
+                   help="Spark master for --check spark (default: local)")
+    p.add_argument("--topology", default=None, metavar="NAME|FILE",
+                   help="topology for --engine sim/ray: ts100 (default), gtitm, dense, "
+                   "sparse, sensor-grid, ring, line, grid, random, or an .alt/.json file")
+    sim.cli_options(p)
+    distributed.cli_options(p)
+
+
+def _engine(args: argparse.Namespace) -> str:
+    if args.engine:
+        return args.engine
+    return "sim" if (args.topology or getattr(args, "workload", None)) else "memory"
+
+
 def _add_engine_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--annotation", default="derivation", metavar="NAME",
-                   help="annotation scheme: set, derivation or absorption (default "
-                   "derivation)")
+    p.add_argument("--annotation", default=None, metavar="NAME",
+                   help="annotation scheme: set, derivation or absorption (default: "
+                   "derivation on --engine memory, the best available -- absorption -- on "
+                   "sim and ray)")
     p.add_argument("--delivery", choices=("fifo", "random", "adversarial"), default="random",
                    help="delivery order of the in-memory transport (default random)")
     p.add_argument("--seed", type=int, default=0, help="seed of the delivery order")
@@ -94,28 +128,40 @@ def build_network(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    if engine != "memory":
+        args.annotation = args.annotation or "best"
+        args.topology = args.topology or "ts100"
+        if engine == "sim":
+            import sim
+            return sim.run_from_args(args)
+        from .. import distributed
+        return distributed.run_from_args(args)
+    args.annotation = args.annotation or "derivation"
+    return _run_memory(args)
+
+
+def _run_memory(args: argparse.Namespace) -> int:
     from ..engine.bursts import read_burst_file
-    from ..errors import InputError
-    from ..output import relations_to_json, render_relations
+    from ..output import relations_to_json, render_relations, select_relations
 
     bursts = [read_burst_file(path) for path in args.burst]
     net = build_network(args)
+    failures = []
     if args.overlap:
         for burst in bursts:
             net.apply(burst)
         net.run()
+        failures += _check_burst(args, net, "all bursts")
     else:
         net.run()
-        for burst in bursts:
+        failures += _check_burst(args, net, "facts")
+        for path, burst in zip(args.burst, bursts):
             net.apply(burst)
             net.run()
+            failures += _check_burst(args, net, f"burst {path}")
     result = net.relations()
-    if args.relation:
-        unknown = [r for r in args.relation if r not in result]
-        if unknown:
-            raise InputError(f"no relation named {', '.join(map(repr, unknown))}; "
-                             f"the program has {', '.join(sorted(result))}")
-        result = {r: result[r] for r in args.relation}
+    result = select_relations(result, args.relation)
     metrics = net.metrics
     if args.format == "json":
         print(json.dumps({"relations": relations_to_json(result), "metrics": metrics},
@@ -125,7 +171,31 @@ def run(args: argparse.Namespace) -> int:
         keys = ("updates_processed", "messages_sent", "tuples_sent", "bytes_sent")
         print("-- " + ", ".join(f"{k}={metrics[k]}" for k in keys))
     _print_why(net, getattr(args, "why", []))
-    return 0
+    if args.check:
+        verdict = "ok" if not failures else f"FAILED after {len(failures)} burst(s)"
+        print(f"-- check against {args.check}: {verdict}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _check_burst(args: argparse.Namespace, net, label: str) -> list[str]:
+    """``--check``: compare with the reference on the current base facts; print and return
+    the differences (relations pruned by aggregate selection are not compared)."""
+    if not args.check:
+        return []
+    from ..analysis import aggsel_candidates
+    from ..check import compare_relations, reference_evaluator
+
+    program = net.program.source.with_(facts=())
+    evaluate = reference_evaluator(args.check, args.spark_master)
+    want = evaluate(program, net.base_facts())
+    got = net.relations()
+    names = sorted(set(want) - set(aggsel_candidates(program)))
+    diff = compare_relations(want, got, relations=names)
+    if diff.ok:
+        return []
+    print(f"check failed after {label}:", file=sys.stderr)
+    print(diff.render(expected_name=args.check, actual_name="run"), file=sys.stderr)
+    return [label]
 
 
 def _print_why(net, facts: list) -> None:

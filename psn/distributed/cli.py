@@ -159,7 +159,7 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
                          batch=getattr(args, "pick", "all") == "all",
                          ship=getattr(args, "ship", None),
                          aggsel=getattr(args, "aggsel", None))
-        check = bool(getattr(args, "check", False))
+        check = getattr(args, "check", None) or False
         rows = []
         if getattr(args, "overlap", False) and not any(isinstance(s, _LazySteps)
                                                         for s in steps):
@@ -202,7 +202,7 @@ def _run_step(net, program, label, burst, check) -> dict:
     row = {"label": label, "wall_time": wall, "recoveries": m["recoveries"],
            **{k: m[k] - before.get(k, 0) for k in _TRAFFIC}}
     if check:
-        ok, diff = _check(net, program)
+        ok, diff = _check(net, program, check)
         row["check"], row["diff"] = ok, diff
     else:
         row["check"], row["diff"] = None, []
@@ -279,11 +279,12 @@ def _print_rows(rows, net) -> None:
                         for i, (c, w) in enumerate(zip(t, widths))))
 
 
-def _check(net, program) -> tuple[bool, list]:
-    """Compare with ``psn.evaluate`` on the current base facts (relations pruned by
-    aggregate selection are skipped, as the simulator does)."""
-    from .. import evaluate
-    want = evaluate(program, net.base_facts())
+def _check(net, program, kind="python") -> tuple[bool, list]:
+    """Compare with the reference (``psn.evaluate``, or Spark for ``--check spark``) on the
+    current base facts (relations pruned by aggregate selection are skipped, as the
+    simulator does)."""
+    from ..check import reference_evaluator
+    want = reference_evaluator(kind)(program.with_(facts=()), net.base_facts())
     got = net.relations()
     try:
         from ..analysis import aggsel_candidates

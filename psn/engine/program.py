@@ -126,15 +126,6 @@ def _localize(program: A.Program) -> A.Program:
     return out
 
 
-def _body_var_names(rule: A.Rule) -> tuple[str, ...]:
-    names: list[str] = []
-    for lit in rule.body:
-        for v in A.literal_vars(lit):
-            if v.name not in names:
-                names.append(v.name)
-    return tuple(names)
-
-
 def split_aggregates(program: A.Program) -> tuple[A.Program, dict[str, AggregateSpec]]:
     """Replace every aggregate rule by a contribution rule (see the module docstring).
 
@@ -148,7 +139,7 @@ def split_aggregates(program: A.Program) -> tuple[A.Program, dict[str, Aggregate
         if not r.is_aggregate:
             rules.append(r)
             continue
-        names = _body_var_names(r)
+        names = r.body_var_names
         group = [(i, t) for i, t in enumerate(r.head.args) if not isinstance(t, A.Aggregate)]
         pred = AGG_PREFIX + r.name
         args = tuple(t for _, t in group) + tuple(A.Var(n) for n in names)
