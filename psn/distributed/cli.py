@@ -68,6 +68,21 @@ def _annotation(args) -> str:
     return name
 
 
+def _aggsel(args, program, annotation):
+    """Aggregate selection as the other engines choose it: ``auto`` (the simulator's
+    default) is ``multi`` where it applies; never with derivation sets (multiplicities)."""
+    mode = getattr(args, "aggsel", None)
+    if annotation == "derivation":
+        return "off"
+    if mode == "auto":
+        try:
+            from ..analysis import aggsel_candidates
+            return "multi" if aggsel_candidates(program) else None
+        except Exception:  # noqa: BLE001 - analysis unavailable
+            return None
+    return mode
+
+
 def _steps(args, program):
     """``[(label, burst)]``: facts, workload on the topology (simulator flags), bursts."""
     from ..engine.bursts import read_burst_file
@@ -154,11 +169,13 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
     was_up = ray.is_initialized()
     pool = WorkerPool(_workers(args), getattr(args, "address", None))
     try:
-        net = RayNetwork(program, annotation=_annotation(args), pool=pool,
+        annotation = _annotation(args)
+        net = RayNetwork(program, annotation=annotation, pool=pool,
                          seed=getattr(args, "seed", 0) or 0,
                          batch=getattr(args, "pick", "all") == "all",
                          ship=getattr(args, "ship", None),
-                         aggsel=getattr(args, "aggsel", None))
+                         aggsel=_aggsel(args, program, annotation))
+        net._spark_master = getattr(args, "spark_master", None)
         check = getattr(args, "check", None) or False
         rows = []
         if getattr(args, "overlap", False) and not any(isinstance(s, _LazySteps)
@@ -284,7 +301,8 @@ def _check(net, program, kind="python") -> tuple[bool, list]:
     current base facts (relations pruned by aggregate selection are skipped, as the
     simulator does)."""
     from ..check import reference_evaluator
-    want = reference_evaluator(kind)(program.with_(facts=()), net.base_facts())
+    reference = reference_evaluator(kind, getattr(net, "_spark_master", None))
+    want = reference(program.with_(facts=()), net.base_facts())
     got = net.relations()
     try:
         from ..analysis import aggsel_candidates
