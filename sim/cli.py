@@ -210,7 +210,7 @@ def print_steps(sim, file=None) -> None:
         print("  ".join(str(c).rjust(w) if i not in (1,) else str(c).ljust(w)
                         for i, (c, w) in enumerate(zip(r, widths))), file=file)
     s = sim.summary()
-    verdict = {None: "not checked", True: f"ok ({s['checked']} steps equal psn.evaluate)",
+    verdict = {None: "not checked", True: f"ok ({s['checked']} steps equal the reference)",
                False: "FAILED"}[s["check"]]
     mb = s["traffic"].get("bytes_sent", 0) / 2**20
     print(f"-- {s['steps']} steps: convergence {s['sim_time']:.4f} s simulated, "

@@ -372,4 +372,4 @@ def test_cli_runner_takes_the_simulators_flags(ray_pool, capsys):
                               "--annotation", "set", "--workers", "3", "--check"])
     assert run_from_args(args) == 0
     out = capsys.readouterr().out
-    assert "check: ok (2 steps equal psn.evaluate)" in out
+    assert "check: ok (2 steps equal the reference)" in out

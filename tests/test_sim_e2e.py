@@ -165,7 +165,7 @@ def test_cli_runner(tmp_path, capsys):
                          "--workers", "2", "--metrics", str(out), "--no-progress"])
     assert sim.run_from_args(args) == 0
     text = capsys.readouterr().out
-    assert "check: ok (3 steps equal psn.evaluate)" in text
+    assert "check: ok (3 steps equal the reference)" in text
     assert json.loads(out.read_text())["steps"]
     args.format, args.relation = "json", ["reachable"]
     assert sim.run_from_args(args) == 0

@@ -24,21 +24,21 @@ def _plain(n: int, pairs, kind: str, latency: float, pos=None, meta=None) -> Top
     return Topology(nodes, links, kind=kind, name=f"{kind}({n})", meta=meta or {})
 
 
-def ring(n: int, latency: float = 1) -> Topology:
+def ring(n: int = 10, latency: float = 1) -> Topology:
     """A cycle ``0 - 1 - ... - (n-1) - 0`` (``n >= 3``)."""
     if n < 3:
         raise InputError(f"a ring needs at least 3 nodes, not {n}")
     return _plain(n, [(i, (i + 1) % n) for i in range(n)], "ring", latency)
 
 
-def line(n: int, latency: float = 1) -> Topology:
+def line(n: int = 10, latency: float = 1) -> Topology:
     """A path ``0 - 1 - ... - (n-1)`` (``n >= 1``)."""
     if n < 1:
         raise InputError(f"a line needs at least 1 node, not {n}")
     return _plain(n, [(i, i + 1) for i in range(n - 1)], "line", latency)
 
 
-def grid(rows: int, cols: int, latency: float = 1) -> Topology:
+def grid(rows: int = 5, cols: int = 5, latency: float = 1) -> Topology:
     """A ``rows x cols`` 4-neighbour mesh; node ``r * cols + c`` sits at ``(c, r)``."""
     if rows < 1 or cols < 1:
         raise InputError(f"a grid needs positive dimensions, not {rows}x{cols}")
@@ -49,7 +49,7 @@ def grid(rows: int, cols: int, latency: float = 1) -> Topology:
     return Topology(topo.nodes, topo.links, kind="grid", name=f"grid({rows}x{cols})")
 
 
-def random_graph(n: int, m: int | None = None, p: float | None = None, seed: int = 0, *,
+def random_graph(n: int = 20, m: int | None = None, p: float | None = None, seed: int = 0, *,
                  connected: bool = False, latency: float = 1) -> Topology:
     """A seeded random graph: ``G(n, m)`` (exactly ``m`` links) or ``G(n, p)``.
 

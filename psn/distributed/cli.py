@@ -263,7 +263,7 @@ def _report(args, net, rows, pool) -> int:
         _print_rows(rows, net)
         if result is not None:
             print(render_relations(result, "table"))
-        verdict = {None: "not checked", True: f"ok ({checked} steps equal psn.evaluate)",
+        verdict = {None: "not checked", True: f"ok ({checked} steps equal the reference)",
                    False: "FAILED"}[summary["check"]]
         print(f"-- {len(rows)} steps on {net.workers} Ray workers: {summary['wall_time']:.2f} s "
               f"wall (Ray start-up {pool.ray_startup_seconds:.2f} s and actors "
