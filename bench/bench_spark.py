@@ -43,6 +43,9 @@ def main(argv=None) -> None:
     ap.add_argument("--queries", default="reachable,shortest-path")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=600,
+                    help="stop a Spark evaluation after this many seconds (its jobs are "
+                    "cancelled and the row says so)")
     ap.add_argument("--python-max", type=int, default=10**9,
                     help="run the Python reference only up to this many nodes")
     args = ap.parse_args(argv)
@@ -62,10 +65,15 @@ def main(argv=None) -> None:
             program = psn.load(EXAMPLES / file)
             facts = {"link": topo.link_facts(arity=arity)}
             stats = SparkStats()
-            with timer() as t:
-                got = evaluate_spark(program, facts, session=session, stats=stats)
-            spark_s = t()
+            got, spark_s = _limited(lambda: evaluate_spark(program, facts, session=session,
+                                                           stats=stats),
+                                    session, args.time_limit)
             py_s, agree = None, "-"
+            if got is None:
+                rows.append([q, n, len(facts["link"]), "-", "-", started if not rows else "",
+                             f"> {args.time_limit:.0f} (stopped)", "not run", "-"])
+                print(f"# stopped {q} n={n} after {args.time_limit:.0f} s", flush=True)
+                continue
             if n <= args.python_max:
                 with timer() as t:
                     ref = psn.evaluate(program, facts)
@@ -79,6 +87,30 @@ def main(argv=None) -> None:
     print_table(["query", "nodes", "link tuples", "derived", "rounds", "spark start s",
                  "spark s", "python s", "agree"], rows,
                 targets={"100-node reachable": "spark start + spark s < 30 s on local[2]"})
+
+
+def _limited(run, session, limit: float):
+    """``(result, seconds)`` of ``run()``, or ``(None, seconds)`` if it ran past ``limit``
+    seconds: a timer cancels the session's Spark jobs, which makes ``run`` fail."""
+    import threading
+    fired = threading.Event()
+
+    def cancel():
+        fired.set()
+        session.sparkContext.cancelAllJobs()
+    timer_thread = threading.Timer(limit, cancel)
+    timer_thread.start()
+    try:
+        with timer() as t:
+            try:
+                result = run()
+            except Exception:  # noqa: BLE001 - a cancelled job surfaces as any Spark error
+                if not fired.is_set():
+                    raise
+                result = None
+        return result, t()
+    finally:
+        timer_thread.cancel()
 
 
 if __name__ == "__main__":
