@@ -225,20 +225,10 @@ class Shard(WorkerHost):
     def check_waiting(self) -> str | None:
         """After global quiescence: deletions that never found their occurrence. Dropped
         for schemes without exact deletions (counted), else an error message."""
-        for node in self.nodes.values():
-            left = node.waiting_updates()
-            if not left:
-                continue
-            if not self.scheme.exact_deletions:
-                self.dropped_deletions += len(left)
-                node.waiting.clear()
-                continue
-            from ..engine import format_fact
-            sign, pred, tup, _ = left[0]
-            return (f"engine invariant violated: {len(left)} deletion(s) at node "
-                    f"{format_value(node.id)} never found their occurrence, e.g. "
-                    f"{format_fact(pred, tup)}")
-        return None
+        from ..engine.node import drop_unmatched_deletions
+        dropped, problem = drop_unmatched_deletions(self.nodes.values(), self.scheme)
+        self.dropped_deletions += dropped
+        return problem
 
     def relations_of(self, preds) -> dict[str, list[tuple]]:
         """``pred -> tuples`` present at this worker's nodes, for ``preds``."""

@@ -29,7 +29,7 @@ from ..errors import EvaluationError, InputError
 from ..parser import parse, parse_atom
 from ..wire import Codec
 from .ledger import Ledger
-from .node import Node, format_fact
+from .node import Node, drop_unmatched_deletions, format_fact
 from .program import CENTRAL, EngineProgram, prepare
 
 __all__ = ["Network", "parse_update"]
@@ -291,19 +291,11 @@ class Network:
             self.transport.send(src, dst, ups)
 
     def _check_waiting(self) -> None:
-        for node in self.nodes.values():
-            left = node.waiting_updates()
-            if not left:
-                continue
-            if not self.scheme.exact_deletions:
-                self.dropped_deletions += len(left)
-                node.waiting.clear()
-                continue
-            sign, pred, tup, _ = left[0]
-            raise EvaluationError(
-                f"engine invariant violated: {len(left)} deletion(s) at node "
-                f"{format_value(node.id)} never found their occurrence, e.g. "
-                f"{self._fmt(pred, tup)}")
+        dropped, problem = drop_unmatched_deletions(self.nodes.values(), self.scheme,
+                                                    self._fmt)
+        self.dropped_deletions += dropped
+        if problem:
+            raise EvaluationError(problem)
 
     # -- reading -------------------------------------------------------------------------
     def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:

@@ -55,6 +55,34 @@ def _key_getter(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
     return itemgetter(*positions)
 
 
+def drop_unmatched_deletions(nodes, scheme, fmt: Callable = format_fact
+                             ) -> tuple[int, str | None]:
+    """After global quiescence: deletions still waiting for their occurrence.
+
+    For schemes without exact deletions (set semantics) they are dropped and counted;
+    otherwise they violate an engine invariant, described in the returned message.
+
+    Returns
+    -------
+    (dropped, problem)
+        How many were dropped, and the message of the first violation or None.
+    """
+    dropped = 0
+    for node in nodes:
+        left = node.waiting_updates()
+        if not left:
+            continue
+        if not scheme.exact_deletions:
+            dropped += len(left)
+            node.waiting.clear()
+            continue
+        _, pred, tup, _ = left[0]
+        return dropped, (f"engine invariant violated: {len(left)} deletion(s) at node "
+                         f"{format_value(node.id)} never found their occurrence, e.g. "
+                         f"{fmt(pred, tup)}")
+    return dropped, None
+
+
 class PickStage(Protocol):
     """Between pick and fire (receiving side of aggregate selection, issue 5)."""
 
