@@ -19,7 +19,8 @@ from typing import Iterable, Mapping
 from .builtins import format_value
 from .output import sorted_tuples
 
-__all__ = ["RelationDiff", "compare_relations", "format_tuple"]
+__all__ = ["RelationDiff", "compare_relations", "format_tuple", "verdict",
+           "reference_evaluator"]
 
 
 def format_tuple(pred: str, values: tuple) -> str:
@@ -58,6 +59,15 @@ class RelationDiff:
     def count(self) -> int:
         """Number of differing tuples."""
         return sum(map(len, self.missing.values())) + sum(map(len, self.extra.values()))
+
+    def signed(self, limit: int | None = None) -> list[tuple[str, str, tuple]]:
+        """``(relation, sign, tuple)`` per difference: ``+`` only in the actual result,
+        ``-`` only in the expected one; at most ``limit`` entries."""
+        out = []
+        for name in sorted(set(self.missing) | set(self.extra)):
+            out += [(name, "+", t) for t in self.extra.get(name, ())]
+            out += [(name, "-", t) for t in self.missing.get(name, ())]
+        return out if limit is None else out[:limit]
 
     def render(self, limit: int | None = None, expected_name: str = "expected",
                actual_name: str = "actual") -> str:
@@ -123,6 +133,17 @@ def compare_relations(expected: Mapping[str, Iterable[tuple]],
         if got - exp:
             extra[name] = sorted_tuples(got - exp)
     return RelationDiff(missing, extra, tuple(names))
+
+
+def verdict(actual: Mapping[str, Iterable[tuple]], expected: Mapping[str, Iterable[tuple]],
+            skip: Iterable[str] = (), limit: int = 20) -> tuple[bool, list]:
+    """``(equal, differences)`` over the relations of ``expected`` except ``skip``, with at
+    most ``limit`` signed differences (:meth:`RelationDiff.signed`). Used by the simulator's
+    and Ray's per-step checks."""
+    skip = set(skip)
+    diff = compare_relations(expected, actual,
+                             relations=[r for r in expected if r not in skip])
+    return diff.ok, diff.signed(limit)
 
 
 def reference_evaluator(kind: str = "python", master: str | None = None):

@@ -24,6 +24,7 @@ except to report wall time.
 
 from __future__ import annotations
 
+from psn import check
 from psn.check import reference_evaluator
 
 import math
@@ -455,28 +456,11 @@ def state_figures(net, cache: dict | None = None) -> dict:
 
 def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
                       limit: int = 20) -> tuple[bool, list]:
-    """Tuple-by-tuple comparison of two ``relation -> set`` maps (:meth:`Simulation.check`).
-
-    Only relations present in ``want`` are compared (base relations the reference does not
-    return are ignored); ``limit`` caps the diff list, not the verdict.
-    """
-    skip = set(skip)
-    diff: list = []
-    equal = True
-    for rel in sorted(want):
-        if rel in skip:
-            continue
-        g, w = got.get(rel, set()), want[rel]
-        if g == w:
-            continue
-        equal = False
-        for t in sorted(g - w, key=repr):
-            if len(diff) < limit:
-                diff.append((rel, "+", t))
-        for t in sorted(w - g, key=repr):
-            if len(diff) < limit:
-                diff.append((rel, "-", t))
-    return equal, diff
+    """Tuple-by-tuple comparison of two ``relation -> set`` maps (:meth:`Simulation.check`):
+    :func:`psn.check.verdict`. Only relations present in ``want`` are compared (base
+    relations the reference does not return are ignored); ``limit`` caps the diff list,
+    not the verdict."""
+    return check.verdict(got, want, skip, limit)
 
 
 def _accepts(fn, name: str) -> bool:

@@ -300,20 +300,8 @@ def _check(net, program, kind="python") -> tuple[bool, list]:
     """Compare with the reference (``psn.evaluate``, or Spark for ``--check spark``) on the
     current base facts (relations pruned by aggregate selection are skipped, as the
     simulator does)."""
-    from ..check import reference_evaluator
+    from ..analysis import aggsel_candidates
+    from ..check import reference_evaluator, verdict
     reference = reference_evaluator(kind, getattr(net, "_spark_master", None))
     want = reference(program.with_(facts=()), net.base_facts())
-    got = net.relations()
-    try:
-        from ..analysis import aggsel_candidates
-        skip = set(aggsel_candidates(program))
-    except Exception:  # noqa: BLE001 - analysis unavailable: compare everything
-        skip = set()
-    diff = []
-    for rel in sorted(want):
-        if rel in skip:
-            continue
-        g, w = got.get(rel, set()), want[rel]
-        diff += [(rel, "+", t) for t in sorted(g - w, key=repr)]
-        diff += [(rel, "-", t) for t in sorted(w - g, key=repr)]
-    return not diff, diff[:20]
+    return verdict(net.relations(), want, skip=aggsel_candidates(program))
