@@ -31,6 +31,7 @@ import msgpack
 
 from ..builtins import format_value
 from ..engine import CENTRAL, WorkerHost
+from ..engine.node import drop_unmatched_deletions, group_by_destination
 from ..transport import Placement, TrafficMetrics
 
 __all__ = ["Shard", "ShardMap", "stable_hash", "pack", "unpack"]
@@ -176,13 +177,7 @@ class Shard(WorkerHost):
         return n
 
     def _route_from(self, src: Any, out: list) -> None:
-        by_dst: dict[Any, list] = {}
-        for dst, upd in out:
-            lst = by_dst.get(dst)
-            if lst is None:
-                by_dst[dst] = [upd]
-            else:
-                lst.append(upd)
+        by_dst = group_by_destination(out)
         codec, me, m = self.codec, self.index, self.metrics
         for dst, ups in by_dst.items():
             if dst == src:
@@ -225,7 +220,6 @@ class Shard(WorkerHost):
     def check_waiting(self) -> str | None:
         """After global quiescence: deletions that never found their occurrence. Dropped
         for schemes without exact deletions (counted), else an error message."""
-        from ..engine.node import drop_unmatched_deletions
         dropped, problem = drop_unmatched_deletions(self.nodes.values(), self.scheme)
         self.dropped_deletions += dropped
         return problem

@@ -29,7 +29,7 @@ from ..errors import EvaluationError, InputError
 from ..parser import parse, parse_atom
 from ..wire import Codec
 from .ledger import Ledger
-from .node import Node, drop_unmatched_deletions, format_fact
+from .node import Node, drop_unmatched_deletions, format_fact, group_by_destination
 from .program import CENTRAL, EngineProgram, prepare
 
 __all__ = ["Network", "parse_update"]
@@ -280,13 +280,7 @@ class Network:
         return self
 
     def _send(self, src, out: list) -> None:
-        by_dst: dict[Any, list] = {}
-        for dst, upd in out:
-            lst = by_dst.get(dst)
-            if lst is None:
-                by_dst[dst] = [upd]
-            else:
-                lst.append(upd)
+        by_dst = group_by_destination(out)
         for dst, ups in by_dst.items():
             self.transport.send(src, dst, ups)
 

@@ -55,6 +55,19 @@ def _key_getter(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
     return itemgetter(*positions)
 
 
+def group_by_destination(out: list) -> dict[Any, list]:
+    """``[(destination, update)]`` -> ``{destination: [update, ...]}``, order kept: one
+    message per destination (the unit the transports count and send)."""
+    by_dst: dict[Any, list] = {}
+    for dst, upd in out:
+        lst = by_dst.get(dst)
+        if lst is None:
+            by_dst[dst] = [upd]
+        else:
+            lst.append(upd)
+    return by_dst
+
+
 def drop_unmatched_deletions(nodes, scheme, fmt: Callable = format_fact
                              ) -> tuple[int, str | None]:
     """After global quiescence: deletions still waiting for their occurrence.
