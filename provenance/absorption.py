@@ -58,7 +58,7 @@ from psn.builtins import format_value
 from .base import NO_FIRE, AnnotationScheme
 from .bdd import BDDContext, Function, ZeroSet, format_fact, insertion_id, var_name
 
-__all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing"]
+__all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,17 +80,37 @@ class Zeroing:
         return hash(("zeroing", self.names))
 
 
+class Alternatives(tuple):
+    """MinShip's buffer of one fact towards one destination (Liu Sec. 5): monotone
+    provenances whose OR is what the node produced, kept as a tuple (see
+    :meth:`AbsorptionScheme.ship_merge`). Never shipped, never stored by a node."""
+
+    __slots__ = ()
+
+
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "node", "_agg_live", "_agg_next")
+    __slots__ = ("bdd", "zeroed", "zcube", "node", "_agg_live", "_agg_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
         self.zeroed = ZeroSet()
+        #: The conjunction of the zeroed variables, kept in step with ``zeroed``: zeroing a
+        #: provenance is then one CUDD call (:meth:`~provenance.bdd.BDDContext.zero_all`).
+        self.zcube: Function = bdd.true
         self.node = node
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
+
+    def add_zeroed(self, names) -> None:
+        """Remember ``names`` as zeroed at this node."""
+        for name in self.zeroed.add(names):
+            self.zcube = self.zcube & self.bdd.var(name)
+
+    def restrict(self, f: Function) -> Function:
+        """``f`` (monotone) with every variable this node has seen zeroed set to false."""
+        return self.bdd.zero_all(f, self.zcube) if self.zeroed else f
 
     def aggregate_var(self, fact: tuple) -> Function:
         """Fresh variable for an aggregate result tuple, or, called again for the same live
@@ -162,6 +182,8 @@ class AbsorptionScheme(AnnotationScheme):
         return a == ctx.bdd.false
 
     def equal(self, ctx, a, b) -> bool:
+        if type(a) is Alternatives or type(b) is Alternatives:
+            return a is b
         return a == b
 
     def sample(self, ctx, rng):
@@ -191,17 +213,17 @@ class AbsorptionScheme(AnnotationScheme):
         bdd = ctx.bdd
         if sign > 0:
             if ctx.zeroed:
-                ann = bdd.zero(ann, ctx.zeroed)
+                ann = ctx.restrict(ann)
             if stored is None:
                 return (None, NO_FIRE) if ann == bdd.false else (ann, ann)
             if ann & ~stored == bdd.false:                 # absorbed (C speed)
                 return stored, NO_FIRE
             return stored | ann, bdd.monotone_diff(ann, stored)
         names = ann.names if isinstance(ann, Zeroing) else bdd.support(ann)
-        ctx.zeroed.add(names)
+        ctx.add_zeroed(names)
         if stored is None:
             return None, NO_FIRE
-        new = bdd.zero(stored, ctx.zeroed)
+        new = ctx.restrict(stored)
         if new == stored:
             return stored, NO_FIRE
         hit = frozenset(v for v in bdd.support(stored) if v in ctx.zeroed)
@@ -243,42 +265,63 @@ class AbsorptionScheme(AnnotationScheme):
 
     # -- shipping algebra (MinShip, psn.engine.minship; Liu Sec. 5) ----------------------
     def ship_restrict(self, ctx, f, names=()):
-        """``f`` with the node's zeroed variables (and ``names``) false; None if false."""
+        """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
+        variables (and ``names``) false; None if nothing is left."""
         bdd = ctx.bdd
         zeroed = ctx.zeroed
         extra = [v for v in names if v not in zeroed] if names else ()
-        if zeroed or extra:
-            hit = {v: False for v in bdd.support(f) if v in zeroed or v in extra}
-            if hit:
-                f = bdd.bdd.let(hit, f)
-        return None if f == bdd.false else f
+        if extra:
+            cube = bdd.conj([ctx.zcube, *(bdd.var(v) for v in extra)])
+        elif zeroed:
+            cube = ctx.zcube
+        else:
+            return f
+        false = bdd.false
+        if type(f) is Alternatives:
+            live = [g for g in (bdd.zero_all(h, cube) for h in f) if g != false]
+            return None if not live else live[0] if len(live) == 1 else Alternatives(live)
+        f = bdd.zero_all(f, cube)
+        return None if f == false else f
 
     def ship_absorbs(self, ctx, have, new) -> bool:
-        """True if ``new`` adds no derivation to ``have`` (``new → have``, CUDD's Leq: no
-        node is built)."""
+        """True if ``new`` adds no derivation to ``have`` (``new → have``). Against an
+        :class:`Alternatives` buffer: ``new`` implies one of them, which is exact when
+        ``new`` is a single derivation (a conjunction of variables, all lazy MinShip
+        meets: it implies an OR of monotone functions iff it implies one of them) and
+        only sufficient otherwise (the buffer then keeps a redundant entry)."""
+        if type(have) is Alternatives:
+            for h in have:
+                if new <= h:
+                    return True
+            return False
         return new <= have
 
+    def ship_merge(self, ctx, have, new):
+        """Add the derivations ``new`` to the buffer ``have``: an :class:`Alternatives`
+        list, not an OR (the OR of a few path conjunctions is a large BDD in a fixed
+        variable order, and MinShip only asks whether something is absorbed, what is
+        left after zeroing, and for one derivation)."""
+        if type(have) is Alternatives:
+            return Alternatives((*have, new))
+        return Alternatives((have, new))
+
+    def ship_value(self, ctx, have):
+        """The provenance a buffer stands for: the OR of its alternatives."""
+        if type(have) is Alternatives:
+            return ctx.bdd.disj(have)
+        return have
+
     def ship_one(self, ctx, f):
-        """One derivation of ``f``: the conjunction of a minimal satisfying variable set
-        (walk from the root taking the low branch whenever it is not false; for a monotone
-        function the variables taken high form a minimal set). Lazy MinShip ships these."""
-        bdd = ctx.bdd
-        false, true = bdd.false, bdd.true
-        if f == false or f == true:
-            return f
-        acc, g = true, f
-        while g != true:
-            lo = g.low
-            if lo != false:
-                g = lo
-            else:
-                acc = acc & bdd.var(g.var)
-                g = g.high
-        return acc
+        """One derivation of ``f`` (of the first alternative of a buffer): the conjunction
+        of a minimal satisfying variable set
+        (:meth:`~provenance.bdd.BDDContext.one_prime`). Lazy MinShip ships these."""
+        if type(f) is Alternatives:
+            f = f[0]
+        return ctx.bdd.one_prime(f)
 
     def ship_diff(self, ctx, new, old):
         """The derivations of ``new`` not absorbed by ``old`` (monotone); None if none."""
-        d = ctx.bdd.monotone_diff(new, old)
+        d = ctx.bdd.monotone_diff(self.ship_value(ctx, new), old)
         return None if d == ctx.bdd.false else d
 
     def ship_zeroed_names(self, ctx, ann) -> frozenset:

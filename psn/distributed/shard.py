@@ -32,6 +32,7 @@ import msgpack
 from ..builtins import format_value
 from ..engine import CENTRAL, WorkerHost
 from ..engine.node import drop_unmatched_deletions, group_by_destination
+from ..gcpause import relaxed_gc
 from ..transport import Placement, TrafficMetrics
 
 __all__ = ["Shard", "ShardMap", "stable_hash", "pack", "unpack"]
@@ -155,15 +156,16 @@ class Shard(WorkerHost):
         """Step nodes until none of this worker's nodes has work (remote output is kept in
         the outbox, per destination worker)."""
         nodes, ready = self.nodes, self.ready
-        while ready:
-            for nid in list(ready):
-                node = nodes[nid]
-                out = node.step()
-                self.steps += 1
-                if out:
-                    self._route_from(nid, out)
-                if not node.has_work():
-                    del ready[nid]
+        with relaxed_gc():
+            while ready:
+                for nid in list(ready):
+                    node = nodes[nid]
+                    out = node.step()
+                    self.steps += 1
+                    if out:
+                        self._route_from(nid, out)
+                    if not node.has_work():
+                        del ready[nid]
 
     def flush(self) -> int:
         """End of stream: flush every node's send stages; returns the updates flushed."""

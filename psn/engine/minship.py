@@ -105,7 +105,8 @@ def supports(scheme) -> bool:
     """True if ``scheme`` implements the shipping algebra MinShip needs."""
     return all(hasattr(scheme, m) for m in ("ship_restrict", "ship_absorbs", "ship_diff",
                                             "ship_zeroed_names", "ship_dead_names",
-                                            "ship_zeroing", "ship_one"))
+                                            "ship_zeroing", "ship_one", "ship_merge",
+                                            "ship_value"))
 
 
 class MinShip:
@@ -177,6 +178,7 @@ class MinShip:
             have = scheme.ship_restrict(ctx, rec[1])
             if have is None:
                 continue
+            have = scheme.ship_value(ctx, have)
             d = scheme.ship_diff(ctx, have, rec[0])
             # S keeps what it shipped, dead variables included: a later zeroing of them
             # must still be forwarded to the receiver
@@ -193,7 +195,9 @@ class MinShip:
     def _first(self, scheme, ctx, ann):
         """What to ship of a fact's first derivations: all of them when eager, one when
         lazy (the rest stays buffered)."""
-        return ann if self.mode == "eager" else scheme.ship_one(ctx, ann)
+        if self.mode == "eager":
+            return scheme.ship_value(ctx, ann)
+        return scheme.ship_one(ctx, ann)
 
     # -- insertions ------------------------------------------------------------------------
     def _insert(self, scheme, ctx, dst, pred, tup, ann, res: list, remote: bool) -> None:
@@ -224,7 +228,7 @@ class MinShip:
         if scheme.ship_absorbs(ctx, have, ann):
             self.absorbed += 1
             return
-        rec[1] = scheme.combine(ctx, have, ann)
+        rec[1] = scheme.ship_merge(ctx, have, ann)
         if shipped is None:                      # held: accumulate, still not shipped
             return
         self.dirty[key] = None

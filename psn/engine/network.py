@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .. import ast as A
 from ..builtins import format_value
 from ..errors import EvaluationError, InputError
+from ..gcpause import relaxed_gc
 from ..parser import parse, parse_atom
 from ..wire import Codec
 from .ledger import Ledger
@@ -238,6 +239,15 @@ class Network:
         """
         self.ledger.check()
         t0 = time.perf_counter()
+        with relaxed_gc():
+            polls = self._loop(max_polls)
+        self.polls += polls
+        self._check_waiting()
+        self.wall_seconds += time.perf_counter() - t0
+        return self
+
+    def _loop(self, max_polls: int | None) -> int:
+        """The delivery loop of :meth:`run`; returns the number of deliveries."""
         tr, nodes, ready = self.transport, self.nodes, self._ready
         poll = getattr(tr, "poll_batches", None)
         if poll is None:
@@ -274,10 +284,7 @@ class Network:
                     self._send(nid, out)
             if not flushed:
                 break
-        self.polls += polls
-        self._check_waiting()
-        self.wall_seconds += time.perf_counter() - t0
-        return self
+        return polls
 
     def _send(self, src, out: list) -> None:
         by_dst = group_by_destination(out)
