@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
+import weakref
 from typing import Callable, Iterable
 
 import msgpack
@@ -207,6 +209,28 @@ class ZeroSet:
 # the manager
 
 
+#: Managers of contexts that were collected, kept until no Function refers to them.
+_GRAVEYARD: list = []
+
+
+def _bury(manager) -> None:
+    _GRAVEYARD.append(manager)
+
+
+def _sweep() -> None:
+    """Free the buried managers that no Function refers to any more.
+
+    ``dd.cudd.Function`` holds its manager strongly, but when Functions and their manager
+    are collected together as cyclic garbage, the collector may clear a Function's
+    reference first and free the manager while other Functions still hold CUDD nodes
+    (``dd`` then reports "Still N nodes referenced upon shutdown" and the late
+    dereferences touch freed memory). So a context's manager outlives the context: it is
+    buried when the context is collected and freed here once only this list holds it (the
+    list, the loop variable and ``getrefcount``'s argument: three references).
+    """
+    _GRAVEYARD[:] = [m for m in _GRAVEYARD if sys.getrefcount(m) > 3]
+
+
 class BDDContext:
     """One CUDD manager with the operations of absorption provenance (Liu Sec. 4.1).
 
@@ -233,8 +257,10 @@ class BDDContext:
 
     def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10,
                  memory_estimate: int = MEMORY_ESTIMATE):
+        _sweep()
         self.bdd = _cudd.BDD(memory_estimate=memory_estimate,
                              initial_cache_size=initial_cache_size)
+        weakref.finalize(self, _bury, self.bdd)
         self.bdd.configure(reordering=reorder)
         self.reorder = reorder
         self.true: Function = self.bdd.true
@@ -245,6 +271,7 @@ class BDDContext:
         self._names_at: dict[int, str] = {}       # CUDD variable index -> name
         self._by_wire: dict[int | str, Function] = {}
         self._ser_cache: dict[int, tuple[Function, list]] = {}
+        self._cubes: dict[int, tuple[Function, list]] = {}  # one_prime's results: variables
         self._true_key = int(self.true)
 
     # -- variables ------------------------------------------------------------------
@@ -362,12 +389,15 @@ class BDDContext:
             else:
                 taken.append(g._index)
                 g = g.high
-        if cube:
-            return f
-        acc = self.true
-        for vi in reversed(taken):
-            acc = acc & self._var_at(vi)
-        return acc
+        if not cube:
+            f = self.true
+            for vi in reversed(taken):
+                f = f & self._var_at(vi)
+        cubes = self._cubes                       # it is likely to be shipped next
+        if len(cubes) >= self.SER_CACHE:
+            cubes.clear()
+        cubes[int(f)] = (f, taken)
+        return f
 
     def _var_at(self, vi: int) -> Function:
         """The Function of the variable with CUDD index ``vi``."""
@@ -456,13 +486,18 @@ class BDDContext:
         T = self._true_key
         if key | 1 == T | 1:
             return [[], [], key & 1]
-        data = self._serialize_cube(f) if not key & 1 else None
+        cube = self._cubes.pop(key, None)
+        data = (self._cube_form(cube[1]) if cube is not None else
+                self._serialize_cube(f) if not key & 1 else None)
         if data is None:
             data = self._serialize_dag(f, key)
+        self._remember(key, f, data)
+        return data
+
+    def _remember(self, key: int, f: Function, data: list) -> None:
         if len(self._ser_cache) >= self.SER_CACHE:
             self._ser_cache.clear()
         self._ser_cache[key] = (f, data)          # f keeps the node (and so the key) alive
-        return data
 
     def _serialize_cube(self, f: Function) -> list | None:
         """The wire form of a positive cube (a conjunction of variables: every node's low
@@ -470,8 +505,7 @@ class BDDContext:
         is not one. Lazy MinShip ships only cubes (one derivation each), so this is the
         common case; the form is the one :meth:`_serialize_dag` would give."""
         F, T = self._true_key | 1, self._true_key
-        wire = self._wire
-        names: list = []
+        taken: list[int] = []
         g = f
         while True:
             k = int(g)
@@ -479,20 +513,26 @@ class BDDContext:
                 break
             if k & 1 or int(g.low) != F:
                 return None
-            vi = g._index
+            taken.append(g._index)
+            g = g.high
+        return self._cube_form(taken)
+
+    def _cube_form(self, taken: list[int]) -> list:
+        """The wire form of the cube of the variables with CUDD indexes ``taken`` (top
+        down)."""
+        wire = self._wire
+        names: list = []
+        for vi in reversed(taken):
             w = wire.get(vi)
             if w is None:                          # declared behind our back
                 self._register(self.bdd._var_with_index[vi])
                 w = wire[vi]
             names.append(w)
-            g = g.high
-        n = len(names)
-        # bottom-up: node j (1-based) tests names[n - j]; its high child is node j - 1
+        # bottom-up: node j (1-based) tests names[j - 1]; its high child is node j - 1
         nodes: list[int] = []
-        for j in range(1, n + 1):
+        for j in range(1, len(names) + 1):
             nodes += (j - 1, 1, (j - 1) << 1)
-        names.reverse()
-        return [names, nodes, n << 1]
+        return [names, nodes, len(names) << 1]
 
     def _serialize_dag(self, f: Function, key: int) -> list:
         """The wire form of any BDD: a depth-first walk, children first."""

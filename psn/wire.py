@@ -43,21 +43,25 @@ def encode_updates(updates: Iterable[tuple], scheme=None, ctx=None) -> bytes:
 
 
 def _encode(updates, scheme, ctx, measure: bool) -> tuple[bytes, int]:
-    ann_bytes = 0
     if scheme is None or not scheme.ships_annotations:
-        rows = [u[:3] for u in updates]
-    else:
-        rows = []
-        ser = scheme.serialize
-        for sign, pred, tup, ann in updates:
-            data = ser(ctx, ann)
-            if data is None:
-                rows.append((sign, pred, tup))
-            else:
-                rows.append((sign, pred, tup, data))
-                if measure:
-                    ann_bytes += len(_packb(data))
-    return _packb(rows), ann_bytes
+        return _packb([u[:3] for u in updates]), 0
+    rows = []
+    bare = []
+    ser = scheme.serialize
+    for sign, pred, tup, ann in updates:
+        data = ser(ctx, ann)
+        if data is None:
+            rows.append((sign, pred, tup))
+        else:
+            rows.append((sign, pred, tup, data))
+        bare.append((sign, pred, tup))
+    packed = _packb(rows)
+    if not measure:
+        return packed, 0
+    # a row is a msgpack array of 3 or 4 items, whose header is one byte either way, so
+    # the annotations' own packed bytes are exactly the difference (one more packb per
+    # message instead of one per annotation)
+    return packed, len(packed) - len(_packb(bare))
 
 
 def _packb(obj) -> bytes:

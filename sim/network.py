@@ -285,10 +285,8 @@ class SimTransport:
         codec = self.codec
         if codec is not None:
             ctx = self._context_of(src)
-            data = codec.encode(updates, ctx)
+            data, ann_bytes = codec.encode_measured(updates, ctx)
             size = len(data)
-            if self._ships_annotations(updates[0][3], ctx):
-                ann_bytes = sum(codec.annotation_size(u[3], ctx) for u in updates)
         rows = [(src, wsrc, "messages_sent", 1), (src, wsrc, "tuples_sent", n),
                 (src, wsrc, "bytes_sent", size), (src, wsrc, "annotation_bytes", ann_bytes)]
         if wsrc != wdst:
@@ -300,15 +298,6 @@ class SimTransport:
                                  (wsrc != wdst and codec.scheme.context_bound)):
             return data
         return None
-
-    def _ships_annotations(self, ann, ctx) -> bool:
-        """False for schemes whose updates carry no annotation on the wire (set)."""
-        known = self._ships
-        if known is None:
-            known = self._ships = self.codec.scheme.serialize(ctx, ann) is not None
-        return known
-
-    _ships = None
 
     def _schedule(self, when: float, src, dst, updates: list, data) -> None:
         if self.trace is not None:

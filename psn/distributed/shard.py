@@ -187,9 +187,7 @@ class Shard(WorkerHost):
                 self._enqueue(dst, ups)
                 continue
             ctx = self.context_of(src)
-            data = codec.encode(ups, ctx)
-            ann_bytes = (sum(codec.annotation_size(u[3], ctx) for u in ups)
-                         if self.scheme.ships_annotations else 0)
+            data, ann_bytes = codec.encode_measured(ups, ctx)
             wdst = self.shards(dst)
             m.message(src, me, len(ups), len(data), ann_bytes, wdst != me)
             if wdst != me:
