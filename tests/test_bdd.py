@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 
 import msgpack
 import pytest
@@ -303,3 +304,102 @@ def test_monotone_difference_keeps_the_unabsorbed_derivations(seed):
         assert set(ctx.minimal_sop(d)) == expect
     assert ctx.monotone_diff(ctx.true, ctx.false) == ctx.true
     assert ctx.monotone_diff(ctx.var("x1"), ctx.true) == ctx.false
+
+
+# ---------------------------------------------------------------------------------------
+# fast paths (cubes, zeroing by a cube of zeroed variables)
+
+
+def rand_cube(ctx: BDDContext, rng: random.Random, pool=POOL):
+    return ctx.conj(ctx.var(v) for v in rng.sample(pool, rng.randint(1, 4)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cube_wire_form_is_the_general_one(seed):
+    """The one-pass wire form of a conjunction equals the general walk's, round-trips, and
+    is refused (None) for anything that is not a positive conjunction."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(80):
+        cube = rand_cube(ctx, rng)
+        assert ctx._serialize_cube(cube) == ctx._serialize_dag(cube, int(cube))
+        assert BDDContext().deserialize(ctx.serialize(cube)) is not None
+        other = rand_monotone(ctx, rng)
+        if len(ctx.minimal_sop(other)) > 1:
+            assert ctx._serialize_cube(other) is None
+        assert ctx._serialize_cube(~cube) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_support_and_one_prime_agree_with_cudd(seed):
+    """support(): the cube walk gives CUDD's support; one_prime(f) is one minimal set of a
+    monotone f, f itself when f is a conjunction, and serializes like any BDD."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(80):
+        f = rand_monotone(ctx, rng) if rng.random() < 0.7 else rand_cube(ctx, rng)
+        assert ctx.support(f) == ctx.bdd.support(f)
+        p = ctx.one_prime(f)
+        if ctx.is_false(f):
+            assert ctx.is_false(p)
+            continue
+        assert frozenset(ctx.support(p)) in ctx.minimal_sop(f)
+        if len(ctx.minimal_sop(f)) == 1:
+            assert p == f
+        ctx._ser_cache.clear()
+        assert ctx.serialize(p) == ctx._serialize_dag(p, int(p)) or ctx.is_true(p)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_zero_all_equals_zeroing_each_variable_on_monotone_functions(seed):
+    """forall over the cube of zeroed variables is 'set them false' for positive formulas
+    (and only for those: on a negative literal it differs)."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(80):
+        f = rand_monotone(ctx, rng)
+        names = set(rng.sample(POOL, rng.randint(1, 3)))
+        cube = ctx.conj(ctx.var(v) for v in names)
+        assert ctx.zero_all(f, cube) == ctx.zero(f, names)
+    x = ctx.var(POOL[0])
+    assert ctx.zero_all(~x, x) != ctx.zero(~x, {POOL[0]})
+
+
+def test_a_manager_outlives_its_context_until_no_function_uses_it(monkeypatch):
+    """Functions and their manager collected together as cyclic garbage: the manager is
+    freed only once no Function refers to it (dd would otherwise report nodes still
+    referenced on the manager's shutdown and dereference freed memory)."""
+    import gc
+    import provenance.bdd as B
+
+    raised = []
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)
+
+    class Holder:
+        pass
+
+    ids = set()
+    for _ in range(3):
+        ctx = BDDContext()
+        made_first = [ctx.var(v) & ctx.var(POOL[1]) for v in POOL]
+        h = Holder()                                # the GC clears in creation order, so
+        h.self = h                                  # the Functions are cleared before
+        h.ctx, h.fs = ctx, list(made_first)         # the list and holder that keep them
+        ids.add(id(ctx.bdd))
+        del made_first, ctx, h
+    gc.collect()
+    B._sweep()
+    assert not raised
+    assert not any(id(m) in ids for m in B._GRAVEYARD)
+    kept = BDDContext()
+    f = kept.var(POOL[0])
+    del kept                                        # f keeps the manager alive
+    gc.collect()
+    B._sweep()
+    assert any(m is f.bdd for m in B._GRAVEYARD)
+    assert (f & f) == f                             # the manager still works
+    manager = id(f.bdd)
+    del f
+    B._sweep()
+    assert not any(id(m) == manager for m in B._GRAVEYARD)
+    assert not raised

@@ -379,3 +379,22 @@ def test_runs_are_deterministic_across_hash_seeds():
                                  os.path.abspath(__file__))))
         outs.append(json.loads(res.stdout))
     assert outs[0] == outs[1]
+
+
+def test_relaxed_gc_restores_the_collector_and_nests():
+    """The run loops' relaxed collection leaves the collector as it found it, also when
+    blocks nest or raise."""
+    import gc
+    from psn.gcpause import YOUNG_THRESHOLD, relaxed_gc
+    before = gc.get_threshold()
+    with relaxed_gc():
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        assert gc.get_freeze_count() > 0
+        with relaxed_gc():
+            assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    with pytest.raises(ZeroDivisionError):
+        with relaxed_gc():
+            1 / 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -207,3 +207,41 @@ def test_zz_schedule_count():
     if SCHEDULES["count"] == 0:
         pytest.skip("property tests deselected")
     assert SCHEDULES["count"] >= 6 * PER_CASE
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_buffer_of_alternatives_behaves_like_their_or(seed):
+    """MinShip's buffer is a list of alternatives (ship_merge), not an OR: absorption of a
+    single derivation, zeroing, one derivation and the value agree with the OR; a
+    derivation absorbed by the OR but by no single alternative can only be a non-cube."""
+    from provenance.absorption import Alternatives
+    from provenance.bdd import var_name
+    rng = random.Random(seed)
+    scheme = AbsorptionScheme(reorder=False)
+    ctx = scheme.context("n", scheme.shared_context())
+    bdd = ctx.bdd
+    pool = [var_name(i) for i in range(10)]
+
+    def cube():
+        return bdd.conj(bdd.var(v) for v in rng.sample(pool, rng.randint(1, 4)))
+
+    for _ in range(60):
+        have = cube()
+        for _ in range(rng.randint(1, 5)):
+            new = cube()
+            if not scheme.ship_absorbs(ctx, have, new):
+                have = scheme.ship_merge(ctx, have, new)
+        value = scheme.ship_value(ctx, have)
+        probe = cube()
+        assert scheme.ship_absorbs(ctx, have, probe) == (probe <= value)
+        dead = set(rng.sample(pool, 2))
+        left = scheme.ship_restrict(ctx, have, dead)
+        want = bdd.zero(value, dead)
+        if left is None:
+            assert bdd.is_false(want)
+        else:
+            assert scheme.ship_value(ctx, left) == want
+            one = scheme.ship_one(ctx, left)
+            assert frozenset(bdd.support(one)) in bdd.minimal_sop(
+                scheme.ship_value(ctx, left[0] if type(left) is Alternatives else left))
+            assert one <= want

@@ -107,3 +107,19 @@ def test_random_delivery_overtakes():
             got += [u[2][0] for _, u in tr.poll()]
         orders.add(tuple(got))
     assert len(orders) > 1 and tuple(range(20)) not in orders
+
+
+@pytest.mark.parametrize("name", ["derivation", "absorption"])
+def test_measured_annotation_bytes_are_the_sum_of_each_annotations_size(name):
+    """encode_measured counts annotation bytes as a difference of two packings; it equals
+    the sum of every annotation packed on its own (the per-tuple provenance of Liu 7.1)."""
+    scheme = get_scheme(name)
+    ctx = scheme.context("n", scheme.shared_context())
+    rng = random.Random(name)
+    codec = Codec(scheme)
+    for _ in range(20):
+        ups = [(rng.choice((1, -1)), "path", tuple(rng.choice(VALUES) for _ in range(3)),
+                scheme.sample_update(ctx, rng)) for _ in range(rng.randint(1, 20))]
+        data, ann = codec.encode_measured(ups, ctx)
+        assert data == codec.encode(ups, ctx)
+        assert ann == sum(codec.annotation_size(u[3], ctx) for u in ups)
