@@ -361,12 +361,28 @@ class BDDContext:
         d = new & ~old
         if d == self.false:
             return d
+        if self.is_cube(new):                    # one prime, not implied by old
+            return new
         let, support = self.bdd.let, self.support
         for v in support(d) & support(old):      # d is already monotone in new's own vars
             low = let({v: False}, d)
             if low != self.false:
                 d = d | (self._vars.get(v) or self.var(v)) & low
         return d
+
+    def is_cube(self, f: Function) -> bool:
+        """True if ``f`` is a conjunction of (positive) variables, ``true`` included: every
+        node on the way down has the false low branch (a pass down, no node built)."""
+        T = self._true_key
+        F = T | 1
+        k = int(f)
+        g = f
+        while k != T:
+            if k & 1 or int(g.low) != F:
+                return False
+            g = g.high
+            k = int(g)
+        return True
 
     def one_prime(self, f: Function) -> Function:
         """One derivation of a monotone ``f``: the conjunction of a minimal satisfying

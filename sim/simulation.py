@@ -233,7 +233,7 @@ class Simulation:
         ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
                               self.link_arity, self.cost, self.uses)
         total = workload.count(self.topology)
-        bar = _progress_bar(total, progress, workload.spec)
+        bar = self._bar = _progress_bar(total, progress, workload.spec)
         out = []
         try:
             for step in workload.steps(ctx):
@@ -250,9 +250,24 @@ class Simulation:
                 if callback is not None:
                     callback(result, self)
         finally:
+            self._bar = None
             if bar is not None:
                 bar.close()
         return out
+
+    _bar = None
+
+    def _heartbeat(self, label: str):
+        """Within a long step, show virtual time and the updates in flight on the bar."""
+        bar = self._bar
+        if bar is None:
+            return None
+        clock = self.clock
+
+        def beat(deliveries: int, in_flight: int) -> None:
+            bar.set_postfix_str(f"{label}: t={clock.now():.3f}s, {deliveries:,} deliveries, "
+                                f"{in_flight:,} updates in flight")
+        return beat
 
     def step(self, insert: dict | None = None, delete: dict | None = None,
              label: str = "step", advance: float = 0.0, check: bool = False) -> StepResult:
@@ -277,7 +292,7 @@ class Simulation:
         burst = self._burst(step)
         if burst:
             self.net.apply(burst)
-        self.net.run()
+        self.net.run(heartbeat=self._heartbeat(step.label))
         sim_time = max(tr.last_done, self.clock.now()) - t0
         wall = time.perf_counter() - wall0
         result = StepResult(

@@ -339,6 +339,7 @@ def test_support_and_one_prime_agree_with_cudd(seed):
     for _ in range(80):
         f = rand_monotone(ctx, rng) if rng.random() < 0.7 else rand_cube(ctx, rng)
         assert ctx.support(f) == ctx.bdd.support(f)
+        assert ctx.is_cube(f) == (len(ctx.minimal_sop(f)) == 1)
         p = ctx.one_prime(f)
         if ctx.is_false(f):
             assert ctx.is_false(p)

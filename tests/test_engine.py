@@ -398,3 +398,14 @@ def test_relaxed_gc_restores_the_collector_and_nests():
         with relaxed_gc():
             1 / 0
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_run_heartbeat_reports_deliveries_and_updates_in_flight():
+    from psn.engine.network import HEARTBEAT
+    beats = []
+    net = Network(REACH, annotation="set", delivery="adversarial", seed=3)
+    net.apply([(1, "link", (i, (i + 1) % 40)) for i in range(40)])
+    net.run(heartbeat=lambda d, f: beats.append((d, f)))
+    assert net.polls >= HEARTBEAT and len(beats) == net.polls // HEARTBEAT
+    assert [d for d, _ in beats] == [HEARTBEAT * (k + 1) for k in range(len(beats))]
+    assert all(f >= 0 for _, f in beats)

@@ -218,7 +218,8 @@ class Network:
         return self.ledger.facts()
 
     # -- running -------------------------------------------------------------------------
-    def run(self, max_polls: int | None = None) -> "Network":
+    def run(self, max_polls: int | None = None,
+            heartbeat: Callable[[int, int], None] | None = None) -> "Network":
         """Deliver and process updates until quiescence (nothing in flight, no work).
 
         At quiescence the send stages are flushed (end of stream, Liu et al. Sec. 5) and
@@ -229,6 +230,9 @@ class Network:
         ----------
         max_polls:
             Give up (``EvaluationError``) after this many deliveries; default unbounded.
+        heartbeat:
+            Called as ``heartbeat(deliveries, in_flight)`` every :data:`HEARTBEAT`
+            deliveries (progress of a long run; the simulator updates its bar with it).
 
         Raises
         ------
@@ -240,13 +244,13 @@ class Network:
         self.ledger.check()
         t0 = time.perf_counter()
         with relaxed_gc():
-            polls = self._loop(max_polls)
+            polls = self._loop(max_polls, heartbeat)
         self.polls += polls
         self._check_waiting()
         self.wall_seconds += time.perf_counter() - t0
         return self
 
-    def _loop(self, max_polls: int | None) -> int:
+    def _loop(self, max_polls: int | None, heartbeat) -> int:
         """The delivery loop of :meth:`run`; returns the number of deliveries."""
         tr, nodes, ready = self.transport, self.nodes, self._ready
         poll = getattr(tr, "poll_batches", None)
@@ -258,6 +262,8 @@ class Network:
             deliveries = poll()
             if deliveries:
                 polls += 1
+                if heartbeat is not None and not polls % HEARTBEAT:
+                    heartbeat(polls, tr.in_flight())
                 for dst, ups in deliveries:
                     n = nodes.get(dst) or self.node(dst)
                     n.queue.extend(ups)
@@ -390,5 +396,8 @@ class Network:
                              for w, v in traffic.per_worker.items()}
         return totals
 
+
+#: Deliveries between two calls of :meth:`Network.run`'s ``heartbeat``.
+HEARTBEAT = 256
 
 _MISSING = object()
