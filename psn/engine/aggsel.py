@@ -127,15 +127,19 @@ class AggSelStage:
         self.released = 0
 
     def picked(self, node, picked: list) -> list:
-        """Fire improvements and deletions; hold the rest; release the next best."""
+        """Fire improvements and deletions; hold the rest; release the next best.
+
+        The whole batch joins its groups before any tuple is judged, so a tuple beaten by
+        another of the same batch is held at once instead of being fired as a short-lived
+        best (with random delivery a node picks many updates per step)."""
         sels = self.selectors
-        out: list = []
         dirty: dict[tuple, None] = {}
+        judged: list = []
         for entry in picked:
             sign, pred, tup, _ = entry
             sel = sels.get(pred)
             if sel is None:
-                out.append(entry)
+                judged.append((entry, None, None, False))
                 continue
             gk = (pred, sel.key(tup))
             members = self.groups.get(gk)
@@ -149,7 +153,11 @@ class AggSelStage:
                 if (pred, tup) in self.forwarded:
                     self.forwarded.discard((pred, tup))
                     dirty[gk] = None
-            if sign < 0 or not present:
+            judged.append((entry, sel, members, present))
+        out: list = []
+        for entry, sel, members, present in judged:
+            sign, pred, tup, _ = entry
+            if sel is None or sign < 0 or not present:
                 out.append(entry)
             elif (pred, tup) in self.forwarded or sel.qualifies(tup, members):
                 self.forwarded.add((pred, tup))

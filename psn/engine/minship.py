@@ -158,8 +158,17 @@ class MinShip:
         res: list = []
         touched: dict[tuple, None] = {}
         me = node.id
+        items = []
         for dst, upd in out:
             sign, pred, tup, ann = upd
+            if sign > 0:
+                ann = scheme.ship_restrict(ctx, ann)
+                if ann is None:
+                    continue
+                if self.selectors and dst != me:
+                    self._join_group(dst, pred, tup)
+            items.append((dst, sign, pred, tup, ann))
+        for dst, sign, pred, tup, ann in items:
             if sign > 0:
                 self._insert(scheme, ctx, dst, pred, tup, ann, res, dst != me)
             else:
@@ -206,13 +215,19 @@ class MinShip:
         return scheme.ship_one(ctx, ann)
 
     # -- insertions ------------------------------------------------------------------------
+    def _join_group(self, dst, pred, tup) -> None:
+        """A new fact towards ``dst`` joins its aggregate-selection group before any fact of
+        the step is judged, so that one beaten by another of the same step is held at once
+        instead of being shipped as a short-lived best."""
+        sel = self.selectors.get(pred)
+        if sel is not None and (dst, pred, tup) not in self.records:
+            self.groups.setdefault((dst, pred, sel.key(tup)), {})[tup] = None
+
     def _insert(self, scheme, ctx, dst, pred, tup, ann, res: list, remote: bool) -> None:
-        # record = [S, H]: S shipped (None while held back by aggregate selection), H = S ∨ B
+        # record = [S, H]: S shipped (None while held back by aggregate selection), H = S ∨ B;
+        # ann is already restricted by the zeroed variables (send)
         key = (dst, pred, tup)
         rec = self.records.get(key)
-        ann = scheme.ship_restrict(ctx, ann)
-        if ann is None:
-            return
         if rec is None:
             sel = self.selectors.get(pred) if remote else None
             if sel is not None:
