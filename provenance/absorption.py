@@ -244,12 +244,12 @@ class AbsorptionScheme(AnnotationScheme):
         false. Deletion: the :class:`Zeroing` again, if its lost part joined with the other
         body facts is not false (provenance that was never shipped needs no deletion)."""
         if sign > 0:
-            acc = ctx.bdd.true
-            for _, _, value in parts:
-                acc = acc & value
-                if acc == ctx.bdd.false:
-                    return ()
-            return (acc,)
+            acc = parts[0][2]
+            for j in range(1, len(parts)):
+                acc = acc & parts[j][2]
+            # stored and shipped provenance is positive and not false, so its AND is not
+            # false either (all variables true satisfies it); checked once, not per part
+            return () if acc == ctx.bdd.false else (acc,)
         z = parts[delta_pos][2]
         acc = z.lost if z.lost is not None else ctx.bdd.true
         for j, (_, _, value) in enumerate(parts):

@@ -263,10 +263,14 @@ class Simulation:
         if bar is None:
             return None
         clock = self.clock
+        shown = [time.monotonic()]
 
         def beat(deliveries: int, in_flight: int) -> None:
-            bar.set_postfix_str(f"{label}: t={clock.now():.3f}s, {deliveries:,} deliveries, "
-                                f"{in_flight:,} updates in flight")
+            now = time.monotonic()
+            if now - shown[0] >= 0.5:
+                shown[0] = now
+                bar.set_postfix_str(f"{label}: t={clock.now():.3f}s, {deliveries:,} "
+                                    f"deliveries, {in_flight:,} updates in flight")
         return beat
 
     def step(self, insert: dict | None = None, delete: dict | None = None,

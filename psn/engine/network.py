@@ -231,8 +231,9 @@ class Network:
         max_polls:
             Give up (``EvaluationError``) after this many deliveries; default unbounded.
         heartbeat:
-            Called as ``heartbeat(deliveries, in_flight)`` every :data:`HEARTBEAT`
-            deliveries (progress of a long run; the simulator updates its bar with it).
+            Called as ``heartbeat(deliveries, in_flight)`` after every delivery (progress
+            of a long run; the callback decides how often to show it: the simulator
+            updates its bar at most twice a second).
 
         Raises
         ------
@@ -262,7 +263,7 @@ class Network:
             deliveries = poll()
             if deliveries:
                 polls += 1
-                if heartbeat is not None and not polls % HEARTBEAT:
+                if heartbeat is not None:
                     heartbeat(polls, tr.in_flight())
                 for dst, ups in deliveries:
                     n = nodes.get(dst) or self.node(dst)
@@ -396,8 +397,5 @@ class Network:
                              for w, v in traffic.per_worker.items()}
         return totals
 
-
-#: Deliveries between two calls of :meth:`Network.run`'s ``heartbeat``.
-HEARTBEAT = 256
 
 _MISSING = object()
