@@ -51,7 +51,8 @@ down the BDD (wire form, support, one derivation, a cube's monotone difference);
 one ``Cudd_bddUnivAbstract`` call on a per-node cube of the zeroed variables
 (:meth:`AbsorptionContext.restrict`) instead of ``support`` plus ``let``; MinShip's buffers
 are :class:`Alternatives` lists. Reachable on 100 nodes and 400 links, one worker per node:
-insertion 5.99 s -> 2.79 s, one link deletion median 461 ms -> 148 ms.
+insertion 5.99 s -> 2.56 s, one link deletion median 461 ms -> 122 ms (2026-11-25 and
+2026-11-26; ``docs/provenance.md`` has the table).
 
 Deliberately not here: MinShip and aggregate selection (engine send/pick stages), the
 manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.

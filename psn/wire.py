@@ -46,22 +46,17 @@ def _encode(updates, scheme, ctx, measure: bool) -> tuple[bytes, int]:
     if scheme is None or not scheme.ships_annotations:
         return _packb([u[:3] for u in updates]), 0
     rows = []
-    bare = []
     ser = scheme.serialize
     for sign, pred, tup, ann in updates:
         data = ser(ctx, ann)
-        if data is None:
-            rows.append((sign, pred, tup))
-        else:
-            rows.append((sign, pred, tup, data))
-        bare.append((sign, pred, tup))
+        rows.append((sign, pred, tup) if data is None else (sign, pred, tup, data))
     packed = _packb(rows)
     if not measure:
         return packed, 0
     # a row is a msgpack array of 3 or 4 items, whose header is one byte either way, so
     # the annotations' own packed bytes are exactly the difference (one more packb per
     # message instead of one per annotation)
-    return packed, len(packed) - len(_packb(bare))
+    return packed, len(packed) - len(_packb([r[:3] for r in rows]))
 
 
 def _packb(obj) -> bytes:
