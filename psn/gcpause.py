@@ -7,13 +7,17 @@ then runs its young-generation pass every 700 allocations and, every so often, a
 over the whole (large, long-lived) node state, which costs 20-30% of a run. Inside the
 block, the objects that existed before it are frozen (``gc.freeze``: never scanned) and the
 young-generation threshold is raised; on leaving, both are restored, so cycles made inside
-are still collected afterwards.
+are still collected afterwards. If something else has frozen objects already, the block
+leaves them frozen and only raises the threshold.
 
-Measured (reachable, 100 nodes, 400 links, in-memory, ``bench/bench_provenance.py``
-machine): ``set`` 0.88 s -> 0.51 s, ``absorption`` lazy 5.9 s -> 4.2 s.
+Measured (reachable, 100 nodes, 400 links, in-memory, one worker per node, the machine of
+``bench/bench_provenance.py``, 2026-11-26, before the absorption fast paths): ``set``
+0.88 s -> 0.51 s, ``absorption`` lazy 5.9 s -> 4.2 s.
 
 Deliberately not here: anything that changes results. Collection timing is invisible to
-the engine (no finalizers, no weak references in its state), so runs stay deterministic.
+the engine (its state has no finalizers or weak references; the one finalizer nearby,
+:mod:`provenance.bdd`'s, only keeps a CUDD manager alive longer), so runs stay
+deterministic.
 """
 
 from __future__ import annotations
@@ -50,7 +54,11 @@ def relaxed_gc(threshold: int = YOUNG_THRESHOLD):
             _depth -= 1
         return
     old = gc.get_threshold()
-    gc.freeze()
+    # objects someone else froze (e.g. before forking workers) stay as they were: the
+    # block then only raises the threshold, since unfreezing would undo their freeze
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     gc.set_threshold(threshold, *old[1:])
     _depth += 1
     try:
@@ -58,4 +66,5 @@ def relaxed_gc(threshold: int = YOUNG_THRESHOLD):
     finally:
         _depth -= 1
         gc.set_threshold(*old)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()

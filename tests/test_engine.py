@@ -398,6 +398,14 @@ def test_relaxed_gc_restores_the_collector_and_nests():
         with relaxed_gc():
             1 / 0
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.freeze()                                   # someone else's freeze is left alone
+    try:
+        frozen = gc.get_freeze_count()
+        with relaxed_gc():
+            assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        assert gc.get_freeze_count() == frozen and gc.get_threshold() == before
+    finally:
+        gc.unfreeze()
 
 
 def test_run_heartbeat_reports_deliveries_and_updates_in_flight():
