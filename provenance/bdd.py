@@ -68,6 +68,8 @@ Function = _cudd.Function
 
 VAR_PREFIX = "x"
 
+_UNKNOWN = object()
+
 #: Default ``memory_estimate`` of a manager (see :class:`BDDContext`).
 MEMORY_ESTIMATE = 2**26
 _VAR_RE = re.compile(r"x(0|[1-9][0-9]*)\Z")
@@ -283,8 +285,9 @@ class BDDContext:
             f = self._declare(name)
         return f
 
-    def _declare(self, name: str) -> Function:
-        ident = insertion_id(name)
+    def _declare(self, name: str, ident: int | None = _UNKNOWN) -> Function:
+        if ident is _UNKNOWN:
+            ident = insertion_id(name)
         if ident is not None and not self.reorder:
             level = bisect.bisect(self._ids, ident)
             self.bdd.insert_var(name, level)
@@ -293,13 +296,14 @@ class BDDContext:
             self.bdd.declare(name)
             if ident is not None:
                 bisect.insort(self._ids, ident)
-        return self._register(name)
+        return self._register(name, ident)
 
-    def _register(self, name: str):
+    def _register(self, name: str, ident: int | None = _UNKNOWN):
         """Remember a declared variable's Function and wire name; return the Function
         (``_wire`` maps CUDD's variable index, stable under reordering, to the wire name)."""
         f = self._vars[name] = self.bdd.var(name)
-        ident = insertion_id(name)
+        if ident is _UNKNOWN:
+            ident = insertion_id(name)
         wire = name if ident is None else ident
         index = self.bdd._index_of_var[name]
         self._wire[index] = wire
@@ -609,8 +613,10 @@ class BDDContext:
                     if check and name in zeroed:
                         v = None
                     elif v is None:
-                        v = self.var(name)
+                        v = self._vars.get(name) or self._declare(
+                            name, x if isinstance(x, int) else insertion_id(name))
                 vs.append(v)
+            false = self.false
             fns: list[Function] = [self.true]
             append = fns.append
             ite = self.bdd.ite
@@ -618,9 +624,12 @@ class BDDContext:
                 lo, hi = nodes[k + 1], nodes[k + 2]
                 if lo < 0 or hi < 0:
                     raise WireError(f"node {k // 3 + 1} has a negative reference")
-                low = ~fns[lo >> 1] if lo & 1 else fns[lo >> 1]
                 high = ~fns[hi >> 1] if hi & 1 else fns[hi >> 1]
                 x = vs[nodes[k]]
+                if lo == 1:                       # low branch false: a conjunction step
+                    append(false if x is None else x & high)
+                    continue
+                low = ~fns[lo >> 1] if lo & 1 else fns[lo >> 1]
                 append(low if x is None else ite(x, high, low))
             if root < 0:
                 raise WireError("negative root reference")
