@@ -101,7 +101,7 @@ def var_name(insertion: int) -> str:
     str
         ``"x<insertion>"``; every manager derives the same name.
     """
-    if not isinstance(insertion, int) or insertion < 0:
+    if not isinstance(insertion, int) or isinstance(insertion, bool) or insertion < 0:
         raise ValueError(f"an insertion id is a non-negative int, got {insertion!r}")
     return f"{VAR_PREFIX}{insertion}"
 

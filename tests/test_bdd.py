@@ -189,6 +189,8 @@ def test_deserialize_applies_zeroed_variables(seed):
     [[0], [0, 0, 1], 6],            # root beyond the nodes
     [[0], [3, 0, 1], 2],            # variable index out of range
     [[1.5], [0, 0, 1], 2],          # a name that is neither int nor str
+    [[True], [0, 1, 0], 2],         # a bool is not an insertion id
+    [[-3], [0, 1, 0], 2],           # nor is a negative int
     [[0], [0, 0], 2],               # truncated triple
     "nonsense",
 ])
