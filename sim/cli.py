@@ -88,11 +88,28 @@ def _value(text: str):
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def build_simulation(args: argparse.Namespace, program=None):
-    """The :class:`~sim.simulation.Simulation` the flags describe."""
+def topology_from_args(args: argparse.Namespace):
+    """The topology of ``--topology NAME|FILE`` (default ``ts100``) with
+    ``--topology-option`` and ``--topology-seed`` (default ``--seed``); shared by the
+    simulator's and Ray's ``psn run``."""
     from pathlib import Path
 
     import topologies
+
+    seed = getattr(args, "seed", 0) or 0
+    tseed = getattr(args, "topology_seed", None)
+    name = getattr(args, "topology", None) or "ts100"
+    opts = _topology_options(getattr(args, "topology_option", []))
+    if Path(name).exists():
+        return topologies.load(name, **opts)
+    try:
+        return topologies.make(name, seed=seed if tseed is None else tseed, **opts)
+    except TypeError as exc:
+        raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
+
+
+def build_simulation(args: argparse.Namespace, program=None):
+    """The :class:`~sim.simulation.Simulation` the flags describe."""
     from psn.parser import load
 
     from .delivery import parse_duration
@@ -102,17 +119,7 @@ def build_simulation(args: argparse.Namespace, program=None):
     if program is None:
         program = load(args.program)
     seed = getattr(args, "seed", 0) or 0
-    tseed = getattr(args, "topology_seed", None)
-    tseed = seed if tseed is None else tseed
-    name = getattr(args, "topology", None) or "ts100"
-    opts = _topology_options(getattr(args, "topology_option", []))
-    if Path(name).exists():
-        topo = topologies.load(name, **opts)
-    else:
-        try:
-            topo = topologies.make(name, seed=tseed, **opts)
-        except TypeError as exc:
-            raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
+    topo = topology_from_args(args)
     placement = parse_placement(getattr(args, "workers", None),
                                 getattr(args, "placement_map", None))
     local = getattr(args, "local_latency", None)

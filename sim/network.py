@@ -93,21 +93,6 @@ class LatencyModel:
         return lat * self.scale
 
 
-def _count_rows(m: TrafficMetrics, node, worker, rows) -> None:
-    """``m.count`` for several fields of one node and worker, with one lookup each."""
-    per_node = m.per_node.get(node)
-    if per_node is None:
-        per_node = m.per_node[node] = dict.fromkeys(m.FIELDS, 0)
-    per_worker = m.per_worker.get(worker)
-    if per_worker is None:
-        per_worker = m.per_worker[worker] = dict.fromkeys(m.FIELDS, 0)
-    totals = m.totals
-    for _, _, field, n in rows:
-        totals[field] += n
-        per_node[field] += n
-        per_worker[field] += n
-
-
 def _is_node(topo, x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < topo.n
 
@@ -287,12 +272,7 @@ class SimTransport:
             ctx = self._context_of(src)
             data, ann_bytes = codec.encode_measured(updates, ctx)
             size = len(data)
-        rows = [(src, wsrc, "messages_sent", 1), (src, wsrc, "tuples_sent", n),
-                (src, wsrc, "bytes_sent", size), (src, wsrc, "annotation_bytes", ann_bytes)]
-        if wsrc != wdst:
-            rows += [(src, wsrc, "worker_messages_sent", 1),
-                     (src, wsrc, "worker_bytes_sent", size)]
-        _count_rows(m, src, wsrc, rows)
+        m.message(src, wsrc, n, size, ann_bytes, wsrc != wdst)
         self.counters.record_send(src, dst, wsrc, wdst, n, size, wsrc == wdst)
         if data is not None and (self.roundtrip or
                                  (wsrc != wdst and codec.scheme.context_bound)):

@@ -102,49 +102,15 @@ def _steps(args, program):
 def _workload_steps(args, program):
     """The steps of ``--workload`` on ``--topology``, expanded lazily (they read the live
     base facts), as the simulator builds them."""
-    from pathlib import Path
-
-    import topologies
+    from sim.cli import topology_from_args
     from sim.workloads import WorkloadContext, parse_workload
 
-    from ..errors import InputError
-
     seed = getattr(args, "seed", 0) or 0
-    tseed = getattr(args, "topology_seed", None)
-    name = getattr(args, "topology", None) or "ts100"
-    opts = _topology_options(getattr(args, "topology_option", []))
-    if Path(name).exists():
-        topo = topologies.load(name, **opts)
-    else:
-        try:
-            topo = topologies.make(name, seed=seed if tseed is None else tseed, **opts)
-        except TypeError as exc:
-            raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
+    topo = topology_from_args(args)
     workload = parse_workload(getattr(args, "workload", None), topo)
     ctx = WorkloadContext(topo, {}, random.Random(seed), program.arities().get("link"),
                           getattr(args, "cost", "latency"), frozenset(program.predicates))
     return [_LazySteps(workload, ctx, topo)]
-
-
-def _topology_options(items) -> dict:
-    """``--topology-option KEY=VALUE`` items as keyword arguments (numbers converted)."""
-    from ..errors import InputError
-    out = {}
-    for item in items or []:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise InputError(f"--topology-option takes KEY=VALUE, not {item!r}")
-        value = value.strip()
-        for conv in (int, float):
-            try:
-                value = conv(value)
-                break
-            except ValueError:
-                pass
-        else:
-            value = {"true": True, "false": False}.get(value.lower(), value)
-        out[key.strip().replace("-", "_")] = value
-    return out
 
 
 class _LazySteps:
