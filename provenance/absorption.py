@@ -98,10 +98,20 @@ class Alternatives(tuple):
     __slots__ = ()
 
 
+def zero_by(bdd: BDDContext, f: Function, cube: Function, ids) -> Function:
+    """A monotone ``f`` with the variables of the positive ``cube`` false; ``ids`` are the
+    insertion ids of the cube's ``x``-variables. A known single derivation (a cube of
+    ``x``-variables) survives whole or not at all: a set test instead of a CUDD call."""
+    known = bdd.known_cube(f)
+    if known is not None:
+        return f if known.isdisjoint(ids) else bdd.false
+    return bdd.zero_all(f, cube)
+
+
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "zcube", "node", "_agg_live", "_agg_next")
+    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "_agg_live", "_agg_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -109,6 +119,9 @@ class AbsorptionContext:
         #: The conjunction of the zeroed variables, kept in step with ``zeroed``: zeroing a
         #: provenance is then one CUDD call (:meth:`~provenance.bdd.BDDContext.zero_all`).
         self.zcube: Function = bdd.true
+        #: The insertion ids of the zeroed ``x``-variables: zeroing a known single
+        #: derivation (:meth:`~provenance.bdd.BDDContext.known_cube`) is a set test.
+        self.zids: set[int] = set()
         self.node = node
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
@@ -117,10 +130,15 @@ class AbsorptionContext:
         """Remember ``names`` as zeroed at this node."""
         for name in self.zeroed.add(names):
             self.zcube = self.zcube & self.bdd.var(name)
+            i = insertion_id(name)
+            if i is not None:
+                self.zids.add(i)
 
     def restrict(self, f: Function) -> Function:
         """``f`` (monotone) with every variable this node has seen zeroed set to false."""
-        return self.bdd.zero_all(f, self.zcube) if self.zeroed else f
+        if not self.zeroed:
+            return f
+        return zero_by(self.bdd, f, self.zcube, self.zids)
 
     def aggregate_var(self, fact: tuple) -> Function:
         """Fresh variable for an aggregate result tuple, or, called again for the same live
@@ -167,6 +185,7 @@ class AbsorptionScheme(AnnotationScheme):
         #: the registered scheme (``get_scheme("absorption")``) ships lazily.
         self.default_ship = ship
         self._facts: dict[str, tuple] = {}
+        self._zero_wire: dict[frozenset, list] = {}     # a zeroing's wire form, by names
 
     # -- contexts ------------------------------------------------------------------------
     def shared_context(self) -> BDDContext:
@@ -174,6 +193,13 @@ class AbsorptionScheme(AnnotationScheme):
 
     def context(self, node: Any, shared: BDDContext) -> AbsorptionContext:
         return AbsorptionContext(shared, node)
+
+    def must_rebuild(self, src_ctx, dst_ctx) -> bool:
+        """A BDD must be rebuilt in the receiver's manager unless both nodes share one
+        (nodes of one worker always do; in-process workers do when the driver shares one
+        manager among them). The receiver restricts it by its own zeroed variables on pick
+        either way."""
+        return src_ctx.bdd is not dst_ctx.bdd
 
     # -- algebra -------------------------------------------------------------------------
     def one(self, ctx):
@@ -228,6 +254,8 @@ class AbsorptionScheme(AnnotationScheme):
                 return (None, NO_FIRE) if ann == bdd.false else (ann, ann)
             if ann & ~stored == bdd.false:                 # absorbed (C speed)
                 return stored, NO_FIRE
+            if bdd.known_cube(ann) is not None:           # one derivation, not absorbed
+                return stored | ann, ann
             return stored | ann, bdd.monotone_diff(ann, stored)
         names = ann.names if isinstance(ann, Zeroing) else bdd.support(ann)
         ctx.add_zeroed(names)
@@ -236,7 +264,7 @@ class AbsorptionScheme(AnnotationScheme):
         new = ctx.restrict(stored)
         if new == stored:
             return stored, NO_FIRE
-        hit = frozenset(v for v in bdd.support(stored) if v in ctx.zeroed)
+        hit = self.ship_dead_names(ctx, stored)
         lost = stored & ~new
         return (None if new == bdd.false else new), Zeroing(hit, lost)
 
@@ -245,9 +273,7 @@ class AbsorptionScheme(AnnotationScheme):
         false. Deletion: the :class:`Zeroing` again, if its lost part joined with the other
         body facts is not false (provenance that was never shipped needs no deletion)."""
         if sign > 0:
-            acc = parts[0][2]
-            for j in range(1, len(parts)):
-                acc = acc & parts[j][2]
+            acc = ctx.bdd.and_all([p[2] for p in parts])
             # stored and shipped provenance is positive and not false, so its AND is not
             # false either (all variables true satisfies it); checked once, not per part
             return () if acc == ctx.bdd.false else (acc,)
@@ -263,8 +289,14 @@ class AbsorptionScheme(AnnotationScheme):
     # -- wire ----------------------------------------------------------------------------
     def serialize(self, ctx, ann):
         if isinstance(ann, Zeroing):
-            return [sorted((insertion_id(v) if insertion_id(v) is not None else v
-                            for v in ann.names), key=_name_key)]
+            wire = self._zero_wire.get(ann.names)
+            if wire is None:
+                if len(self._zero_wire) >= 4096:
+                    self._zero_wire.clear()
+                wire = self._zero_wire[ann.names] = [sorted(
+                    (insertion_id(v) if insertion_id(v) is not None else v
+                     for v in ann.names), key=_name_key)]
+            return wire
         return ctx.bdd.serialize(ann)
 
     def deserialize(self, ctx, data):
@@ -282,15 +314,16 @@ class AbsorptionScheme(AnnotationScheme):
         extra = [v for v in names if v not in zeroed] if names else ()
         if extra:
             cube = bdd.conj([ctx.zcube, *(bdd.var(v) for v in extra)])
+            ids = ctx.zids.union(i for i in map(insertion_id, extra) if i is not None)
         elif zeroed:
-            cube = ctx.zcube
+            cube, ids = ctx.zcube, ctx.zids
         else:
             return f
         false = bdd.false
         if type(f) is Alternatives:
-            live = [g for g in (bdd.zero_all(h, cube) for h in f) if g != false]
+            live = [g for g in (zero_by(bdd, h, cube, ids) for h in f) if g != false]
             return None if not live else live[0] if len(live) == 1 else Alternatives(live)
-        f = bdd.zero_all(f, cube)
+        f = zero_by(bdd, f, cube, ids)
         return None if f == false else f
 
     def ship_absorbs(self, ctx, have, new) -> bool:
@@ -299,12 +332,13 @@ class AbsorptionScheme(AnnotationScheme):
         ``new`` is a single derivation (a conjunction of variables, all lazy MinShip
         meets: it implies an OR of monotone functions iff it implies one of them) and
         only sufficient otherwise (the buffer then keeps a redundant entry)."""
+        implies = ctx.bdd.implies
         if type(have) is Alternatives:
             for h in have:
-                if new <= h:
+                if implies(new, h):
                     return True
             return False
-        return new <= have
+        return implies(new, have)
 
     def ship_merge(self, ctx, have, new):
         """Add the derivations ``new`` to the buffer ``have``: an :class:`Alternatives`
@@ -340,6 +374,9 @@ class AbsorptionScheme(AnnotationScheme):
 
     def ship_dead_names(self, ctx, f) -> frozenset:
         """The variables of ``f`` this node has seen zeroed."""
+        known = ctx.bdd.known_cube(f)               # only x-variables: compare their ids
+        if known is not None:
+            return frozenset(var_name(i) for i in known & ctx.zids)
         return frozenset(v for v in ctx.bdd.support(f) if v in ctx.zeroed)
 
     def ship_zeroing(self, ctx, names) -> "Zeroing":

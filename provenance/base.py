@@ -78,7 +78,8 @@ class AnnotationScheme:
         waiting at quiescence); False drops them (set semantics).
     context_bound:
         True if annotations are objects of a per-worker context (BDD managers) and must be
-        serialized whenever they cross workers, even in memory.
+        rebuilt from their wire form whenever they cross into another context
+        (:meth:`must_rebuild`), even in memory.
     """
 
     name = "abstract"
@@ -101,6 +102,12 @@ class AnnotationScheme:
     def context(self, node: Any, shared: Any) -> Any:
         """Per-node state (e.g. zeroed variables). Default: the shared context."""
         return shared
+
+    def must_rebuild(self, src_ctx: Any, dst_ctx: Any) -> bool:
+        """True if an annotation of node context ``src_ctx`` cannot be used as it is in
+        ``dst_ctx`` and must be rebuilt there from its wire form. Default: whenever the
+        scheme is :attr:`context_bound` (schemes that know their contexts refine this)."""
+        return self.context_bound
 
     # -- algebra -------------------------------------------------------------------------
     def one(self, ctx) -> Any:

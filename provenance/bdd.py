@@ -211,6 +211,9 @@ class ZeroSet:
 # the manager
 
 
+#: Node lists of the wire forms of cubes, by number of variables (shared, never mutated).
+_CHAINS: dict[int, list[int]] = {}
+
 #: Managers of contexts that were collected, kept until no Function refers to them.
 _GRAVEYARD: list = []
 
@@ -256,6 +259,8 @@ class BDDContext:
 
     #: Entries of the serialization cache (cleared when full).
     SER_CACHE = 1024
+    #: Entries of the cube cache of :meth:`cube_ids` (cleared when full).
+    CUBE_CACHE = 1 << 16
 
     def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10,
                  memory_estimate: int = MEMORY_ESTIMATE):
@@ -274,6 +279,9 @@ class BDDContext:
         self._by_wire: dict[int | str, Function] = {}
         self._ser_cache: dict[int, tuple[Function, list]] = {}
         self._cubes: dict[int, tuple[Function, list]] = {}  # one_prime's results: variables
+        #: int(f) -> (f, insertion ids of f's variables if f is a positive cube over
+        #: x-variables, else None): see :meth:`cube_ids`
+        self._csets: dict[int, tuple[Function, frozenset | None]] = {}
         self._true_key = int(self.true)
 
     # -- variables ------------------------------------------------------------------
@@ -305,6 +313,8 @@ class BDDContext:
         if ident is _UNKNOWN:
             ident = insertion_id(name)
         wire = name if ident is None else ident
+        if ident is not None:
+            self._note_cube(int(f), f, frozenset((ident,)))
         index = self.bdd._index_of_var[name]
         self._wire[index] = wire
         self._names_at[index] = name
@@ -377,6 +387,9 @@ class BDDContext:
     def is_cube(self, f: Function) -> bool:
         """True if ``f`` is a conjunction of (positive) variables, ``true`` included: every
         node on the way down has the false low branch (a pass down, no node built)."""
+        hit = self._csets.get(int(f))
+        if hit is not None and hit[1] is not None:
+            return True
         T = self._true_key
         F = T | 1
         k = int(f)
@@ -388,6 +401,84 @@ class BDDContext:
             k = int(g)
         return True
 
+    # -- single derivations (cubes) -----------------------------------------------------
+
+    def cube_ids(self, f: Function) -> frozenset | None:
+        """The insertion ids of ``f``'s variables if ``f`` is a positive cube over
+        ``x``-variables (one derivation: what lazy MinShip ships and what a join of such
+        derivations gives), else None; ``true`` is the empty cube.
+
+        Cached per BDD node, and filled in by :meth:`and_all` and :meth:`var` without
+        walking the BDD, so that absorption between two derivations is a subset test
+        (:meth:`implies`) and a derivation's wire form needs no pass down the BDD.
+        """
+        k = int(f)
+        hit = self._csets.get(k)
+        if hit is not None:
+            return hit[1]
+        ids = None
+        taken = self._cube_taken(f)
+        if taken is not None:
+            wire = self._wire
+            ws = [wire.get(vi) for vi in taken]
+            if all(type(w) is int for w in ws):
+                ids = frozenset(ws)
+        self._note_cube(k, f, ids)
+        return ids
+
+    def known_cube(self, f: Function) -> frozenset | None:
+        """:meth:`cube_ids` if already known (no walk), else None."""
+        hit = self._csets.get(int(f))
+        return None if hit is None else hit[1]
+
+    def _note_cube(self, key: int, f: Function, ids: frozenset | None) -> None:
+        csets = self._csets
+        if len(csets) >= self.CUBE_CACHE:
+            csets.clear()
+        csets[key] = (f, ids)                     # f keeps the node (and so the key) alive
+
+    def _cube_taken(self, f: Function) -> list[int] | None:
+        """The CUDD indexes of a positive cube's variables, top down; None otherwise."""
+        F, T = self._true_key | 1, self._true_key
+        taken: list[int] = []
+        g = f
+        while True:
+            k = int(g)
+            if k == T:
+                return taken
+            if k & 1 or int(g.low) != F:
+                return None
+            taken.append(g._index)
+            g = g.high
+
+    def and_all(self, fs: list[Function]) -> Function:
+        """The AND of ``fs`` (a rule body's provenance, Liu Fig. 6). When every operand is
+        a known cube (:meth:`cube_ids`), the result is the cube of the union of their
+        variables, and is recorded as such."""
+        acc = fs[0]
+        for j in range(1, len(fs)):
+            acc = acc & fs[j]
+        csets = self._csets
+        ids = None
+        for g in fs:
+            hit = csets.get(int(g))
+            s = hit[1] if hit is not None else self.cube_ids(g)
+            if s is None:
+                return acc
+            ids = s if ids is None else ids | s
+        self._note_cube(int(acc), acc, ids)
+        return acc
+
+    def implies(self, f: Function, g: Function) -> bool:
+        """``f → g`` (``f <= g``); for two positive cubes, a subset test of their
+        variables (a cube implies a cube iff it has all of its variables)."""
+        a = self.cube_ids(f)
+        if a is not None:
+            b = self.cube_ids(g)
+            if b is not None:
+                return b <= a
+        return f <= g
+
     def one_prime(self, f: Function) -> Function:
         """One derivation of a monotone ``f``: the conjunction of a minimal satisfying
         variable set (walk from the root taking the low branch whenever it is not false;
@@ -398,6 +489,9 @@ class BDDContext:
         k = int(f)
         if k == T or k == F:
             return f
+        hit = self._csets.get(k)
+        if hit is not None and hit[1] is not None:
+            return f                              # a known cube: the derivation itself
         taken: list[int] = []
         cube = True
         g = f
@@ -506,6 +600,10 @@ class BDDContext:
         T = self._true_key
         if key | 1 == T | 1:
             return [[], [], key & 1]
+        known = self._csets.get(key)
+        if known is not None and known[1] is not None and not self.reorder:
+            # levels follow insertion ids: bottom up is by decreasing id
+            return self._chain_form(sorted(known[1], reverse=True))   # cheaper than caching
         cube = self._cubes.pop(key, None)
         data = (self._cube_form(cube[1]) if cube is not None else
                 self._serialize_cube(f) if not key & 1 else None)
@@ -548,11 +646,17 @@ class BDDContext:
                 self._register(self.bdd._var_with_index[vi])
                 w = wire[vi]
             names.append(w)
-        # bottom-up: node j (1-based) tests names[j - 1]; its high child is node j - 1
-        nodes: list[int] = []
-        for j in range(1, len(names) + 1):
-            nodes += (j - 1, 1, (j - 1) << 1)
-        return [names, nodes, len(names) << 1]
+        return self._chain_form(names)
+
+    @staticmethod
+    def _chain_form(names: list) -> list:
+        """The wire form of the cube of the variables ``names`` (wire names, bottom up)."""
+        n = len(names)
+        nodes = _CHAINS.get(n)
+        if nodes is None:
+            # node j (1-based) tests names[j - 1]; low child false, high child node j - 1
+            nodes = _CHAINS[n] = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
+        return [names, nodes, n << 1]
 
     def _serialize_dag(self, f: Function, key: int) -> list:
         """The wire form of any BDD: a depth-first walk, children first."""

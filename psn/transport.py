@@ -253,7 +253,8 @@ class InMemoryTransport:
             size = ann_bytes = 0
         m.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
         if data is not None and (self.roundtrip or
-                                 (wsrc != wdst and codec.scheme.context_bound)):
+                                 (wsrc != wdst and codec.scheme.must_rebuild(
+                                     self._context_of(src), self._context_of(dst)))):
             updates = codec.decode(data, self._context_of(dst))
         self._enqueue(src, dst, updates)
 

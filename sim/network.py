@@ -275,7 +275,8 @@ class SimTransport:
         m.message(src, wsrc, n, size, ann_bytes, wsrc != wdst)
         self.counters.record_send(src, dst, wsrc, wdst, n, size, wsrc == wdst)
         if data is not None and (self.roundtrip or
-                                 (wsrc != wdst and codec.scheme.context_bound)):
+                                 (wsrc != wdst and codec.scheme.must_rebuild(
+                                     self._context_of(src), self._context_of(dst)))):
             return data
         return None
 

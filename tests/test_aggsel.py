@@ -89,7 +89,8 @@ def test_shortest_path_through_insertions_and_deletions(ship, delivery):
         net = Network(SP, annotation=AbsorptionScheme(reorder=False), ship=ship,
                       aggsel="multi", delivery=delivery, seed=seed,
                       placement=Placement.single() if seed % 3 else None,
-                      roundtrip=seed % 4 == 0)
+                      roundtrip=seed % 4 == 0,
+                      contexts="worker" if seed % 6 == 0 else "process")
         live = _schedule(rng, net, links)
         SCHEDULES["count"] += 1
         _same(net, live, (seed, ship, delivery))

@@ -406,3 +406,34 @@ def test_a_manager_outlives_its_context_until_no_function_uses_it(monkeypatch):
     B._sweep()
     assert not any(id(m) == manager for m in B._GRAVEYARD)
     assert not raised
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cube_ids_and_all_and_implies_agree_with_cudd(seed):
+    """cube_ids(f) is f's variables exactly when f is a positive conjunction; and_all is
+    the AND and records the union for conjunctions; implies is ``<=`` whether the operands
+    are cubes (a subset test) or not; a known cube's wire form is the general walk's."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for _ in range(80):
+        fs = [rand_cube(ctx, rng) if rng.random() < 0.7 else rand_monotone(ctx, rng)
+              for _ in range(rng.randint(1, 3))]
+        g = ctx.and_all(fs)
+        assert g == ctx.conj(fs)
+        for f in (*fs, g, ~g):
+            ids = ctx.cube_ids(f)
+            # a positive conjunction is the AND of its support (checked by CUDD alone)
+            cube = f == ctx.conj(ctx.var(v) for v in ctx.bdd.support(f))
+            assert (ids is not None) == cube
+            if cube:
+                assert {var_name(i) for i in ids} == ctx.support(f)
+                ctx._ser_cache.clear()
+                assert ctx.serialize(f) == ctx._serialize_dag(f, int(f)) or ctx.is_true(f)
+        h = rand_cube(ctx, rng) if rng.random() < 0.7 else rand_monotone(ctx, rng)
+        assert ctx.implies(g, h) == (g <= h)
+        assert ctx.implies(h, g) == (h <= g)
+    ctx._csets.clear()                             # a forgotten cube is read again
+    x = ctx.var(POOL[1]) & ctx.var(POOL[4])
+    assert ctx.cube_ids(x) == {1, 4}
+    assert ctx.cube_ids(ctx.var(POOL[1]) | ctx.var(POOL[4])) is None
+    assert ctx.cube_ids(ctx.true) == frozenset()

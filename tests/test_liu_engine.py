@@ -148,7 +148,8 @@ def _check_schedule(seed: int, rng: random.Random, delivery: str, batch: bool,
     links = [(a, b) for a, b, _ in random_links(n, rng.randint(n, 2 * n), rng)]
     ledger = Ledger()
     net = Network(REACH, annotation=AbsorptionScheme(), delivery=delivery, seed=seed,
-                  batch=batch, roundtrip=roundtrip)
+                  batch=batch, roundtrip=roundtrip,
+                  contexts="worker" if seed % 3 == 0 else "process")
     _schedule(rng, links, ledger, net)
     live = sorted(ledger.live)
     assert net.relations()["reachable"] == \
@@ -238,3 +239,41 @@ def test_head_aggregates_follow_deletions(delivery):
         got = net.relations()
         for pred in ("minCost", "minHops", "cheapestPath", "fewestHops"):
             assert got[pred] == ref[pred], (seed, pred)
+
+
+def _lazy_run(contexts: str, roundtrip: bool = False):
+    rng = random.Random(31)
+    links = [(a, b) for a, b, _ in random_links(12, 30, rng)]
+    net = Network(REACH, annotation="absorption", delivery="random", seed=5,
+                  contexts=contexts, roundtrip=roundtrip)
+    net.apply((1, "link", t) for t in links)
+    net.run()
+    net.apply((-1, "link", t) for t in links[::4])
+    net.run()
+    return net, [t for i, t in enumerate(links) if i % 4]
+
+
+@pytest.mark.parametrize("roundtrip", [False, True])
+def test_one_manager_per_process_or_per_worker_gives_the_same_run(roundtrip):
+    """``contexts="process"`` shares one CUDD manager among the in-process workers (a
+    message is encoded and counted, not rebuilt); ``"worker"`` gives each worker its own
+    (every message between workers is rebuilt from its bytes). Relations, provenance and
+    traffic agree."""
+    shared, live = _lazy_run("process", roundtrip)
+    own, _ = _lazy_run("worker", roundtrip)
+    managers = {id(shared.context_of(n).bdd) for n in shared.nodes}
+    assert len(managers) == 1
+    assert len({id(own.context_of(n).bdd) for n in own.nodes}) == len(own.nodes) > 1
+    a, b = next(iter(shared.nodes)), list(shared.nodes)[1]
+    assert not shared.scheme.must_rebuild(shared.context_of(a), shared.context_of(b))
+    assert own.scheme.must_rebuild(own.context_of(a), own.context_of(b))
+    assert shared.relations() == own.relations()
+    assert shared.relations()["reachable"] == psn.evaluate(REACH, {"link": live})["reachable"]
+    assert provenance_of(shared) == provenance_of(own)
+    for key in ("tuples_sent", "bytes_sent", "annotation_bytes"):
+        assert shared.metrics[key] == own.metrics[key], key
+
+
+def test_unknown_contexts_policy_is_an_input_error():
+    with pytest.raises(psn.errors.InputError, match="contexts policy 'machine'"):
+        Network(REACH, annotation="absorption", contexts="machine")

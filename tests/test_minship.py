@@ -86,12 +86,12 @@ def _check(seed: int, ship: str, delivery: str) -> None:
     rng = random.Random(f"{seed}/{ship}/{delivery}")
     links = _links(rng)
     ledger = Ledger()
-    # one CUDD manager for all nodes (3 seeds in 4), or one per node: updates then cross
-    # managers in their wire form
+    # all nodes in one worker (3 seeds in 4), or one worker per node, with one CUDD manager
+    # per worker (updates then cross managers in their wire form) or one for the process
     placement = Placement.single() if seed % 4 else None
     net = Network(REACH, annotation=AbsorptionScheme(reorder=False), ship=ship,
                   delivery=delivery, seed=seed, batch=seed % 3 != 0, roundtrip=seed % 5 == 0,
-                  placement=placement)
+                  placement=placement, contexts="worker" if seed % 8 == 0 else "process")
     _schedule(rng, net, ledger, links)
     SCHEDULES["count"] += 1
     live = sorted(ledger.live)

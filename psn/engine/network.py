@@ -33,7 +33,10 @@ from .ledger import Ledger
 from .node import Node, drop_unmatched_deletions, format_fact, group_by_destination
 from .program import CENTRAL, EngineProgram, prepare
 
-__all__ = ["Network", "parse_update"]
+__all__ = ["Network", "parse_update", "CONTEXT_POLICIES"]
+
+#: Values of ``Network(contexts=)``.
+CONTEXT_POLICIES = ("process", "worker")
 
 
 def parse_update(item) -> tuple[int, str, tuple]:
@@ -108,14 +111,25 @@ class Network:
         the scheme's default (``lazy`` for the registered ``absorption``, else none).
     aggsel:
         Aggregate selection (:mod:`psn.engine.aggsel`): ``multi``, ``single``, ``off``/None.
+    contexts:
+        ``"process"`` (default): the workers of this process share one scheme context (one
+        CUDD manager for absorption provenance, as a Ray worker process shares one among
+        the nodes it hosts); a message between workers is still encoded, so its bytes are
+        counted exactly, but it is rebuilt from the bytes only with ``roundtrip``.
+        ``"worker"``: one context per worker, as if each were its own process; every
+        message between workers is then rebuilt in the receiver's context.
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
                  annotation="derivation", delivery: str = "random", seed: int = 0,
                  batch: bool = True, placement=None, transport=None, roundtrip: bool = False,
                  on_node: Callable[[Node], None] | None = None, ship=None,
-                 aggsel: str | None = None):
+                 aggsel: str | None = None, contexts: str = "process"):
         from provenance import get_scheme
+        if contexts not in CONTEXT_POLICIES:
+            raise InputError(f"unknown contexts policy {contexts!r}; choose one of "
+                             f"{', '.join(CONTEXT_POLICIES)}")
+        self.contexts = contexts
         if isinstance(program, str):
             program = parse(program)
         self.source: A.Program = program
@@ -156,10 +170,11 @@ class Network:
         return self.transport.placement.worker(node_id)
 
     def context_of(self, node_id: Any) -> Any:
-        """The annotation context of a node (one shared context per worker)."""
+        """The annotation context of a node (the shared context of its worker, or of the
+        process: see ``contexts``)."""
         ctx = self._contexts.get(node_id, _MISSING)
         if ctx is _MISSING:
-            w = self.worker_of(node_id)
+            w = self.worker_of(node_id) if self.contexts == "worker" else None
             if w not in self._shared:
                 self._shared[w] = self.scheme.shared_context()
             ctx = self._contexts[node_id] = self.scheme.context(node_id, self._shared[w])
