@@ -49,6 +49,7 @@ does not pickle) and ``to_expr``/``add_expr`` (exponential blow-up on large BDDs
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import sys
 import weakref
@@ -259,8 +260,9 @@ class BDDContext:
 
     #: Entries of the serialization cache (cleared when full).
     SER_CACHE = 1024
-    #: Entries of the cube cache of :meth:`cube_ids` (cleared when full).
-    CUBE_CACHE = 1 << 16
+    #: Entries of the cube cache of :meth:`cube_ids` (the older half is dropped when full;
+    #: at most a few tens of MiB).
+    CUBE_CACHE = 1 << 17
 
     def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10,
                  memory_estimate: int = MEMORY_ESTIMATE):
@@ -433,8 +435,9 @@ class BDDContext:
 
     def _note_cube(self, key: int, f: Function, ids: frozenset | None) -> None:
         csets = self._csets
-        if len(csets) >= self.CUBE_CACHE:
-            csets.clear()
+        if len(csets) >= self.CUBE_CACHE:         # forget the older half (insertion order)
+            for k in list(itertools.islice(csets, len(csets) // 2)):
+                del csets[k]
         csets[key] = (f, ids)                     # f keeps the node (and so the key) alive
 
     def _cube_taken(self, f: Function) -> list[int] | None:

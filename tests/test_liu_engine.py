@@ -277,3 +277,22 @@ def test_one_manager_per_process_or_per_worker_gives_the_same_run(roundtrip):
 def test_unknown_contexts_policy_is_an_input_error():
     with pytest.raises(psn.errors.InputError, match="contexts policy 'machine'"):
         Network(REACH, annotation="absorption", contexts="machine")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dead_names_are_the_zeroed_variables_in_the_support(seed):
+    """ship_dead_names: a known single derivation compares ids, few zeroed variables are
+    tested one by one, many go through CUDD's support; all three give support ∩ zeroed."""
+    rng = random.Random(seed)
+    scheme = AbsorptionScheme(reorder=False)
+    shared = scheme.shared_context()
+    pool = [var_name(i) for i in range(60)]
+    for many in (False, True):
+        ctx = scheme.context("n", shared)
+        ctx.add_zeroed(rng.sample(pool, 40 if many else 3))
+        for _ in range(40):
+            sets = [rng.sample(pool[:12], rng.randint(1, 4)) for _ in range(rng.randint(1, 3))]
+            f = shared.from_sets(sets)
+            shared.cube_ids(f)                    # a single derivation becomes known
+            want = frozenset(v for v in shared.bdd.support(f) if v in ctx.zeroed)
+            assert scheme.ship_dead_names(ctx, f) == want
