@@ -18,9 +18,13 @@ converges in under 50 ms and ships under 5% of the insertion run's tuples; multi
 at most half of single AggSel on a dense graph.
 
 Run: ``python bench/bench_provenance.py [--seed N] [--placement node|single]
-[--eager-limit S] [--sp-nodes N] [--sp-links M]``. ``--placement node`` (default) gives
-every node its own worker and CUDD manager, so every update crosses managers in its wire
-form; ``single`` puts all nodes in one worker (one manager, no serialization).
+[--contexts process|worker] [--eager-limit S] [--sp-nodes N] [--sp-links M]``.
+``--placement node`` (default) gives every node its own worker, so every update between
+nodes is encoded and counted as traffic; ``single`` puts all nodes in one worker (no
+traffic). ``--contexts process`` (default, as ``Network``) lets the in-process workers share
+one CUDD manager, so a message is encoded but not rebuilt; ``worker`` gives each worker its
+own manager, so every message between workers is rebuilt from its bytes (as between Ray
+worker processes).
 """
 
 from __future__ import annotations
@@ -73,28 +77,28 @@ def _row(label, net, seconds) -> list:
             len(net.relations()["reachable"])]
 
 
-def _insert(program, links, label, placement, aggsel=None):
+def _insert(program, links, label, placement, aggsel=None, contexts="process"):
     ann, ship = _scheme(label)
     net = Network(program, annotation=ann, ship=ship, aggsel=aggsel, delivery="random",
-                  seed=1, placement=_placement(placement))
+                  seed=1, placement=_placement(placement), contexts=contexts)
     net.apply((1, "link", t) for t in links)
     t0 = time.perf_counter()
     net.run()
     return net, time.perf_counter() - t0
 
 
-def _child(program, links, label, placement, aggsel, queue) -> None:
-    net, sec = _insert(program, links, label, placement, aggsel)
+def _child(program, links, label, placement, aggsel, contexts, queue) -> None:
+    net, sec = _insert(program, links, label, placement, aggsel, contexts)
     m = net.metrics
     queue.put((sec, m["tuples_sent"], m["bytes_sent"], m["annotation_bytes"],
                sum(len(v) for v in net.relations().values())))
 
 
-def _limited(program, links, label, placement, aggsel, limit: float):
+def _limited(program, links, label, placement, aggsel, limit: float, contexts="process"):
     """Run in a forked child; ``None`` if it did not finish within ``limit`` seconds."""
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(program, links, label, placement, aggsel, q))
+    p = ctx.Process(target=_child, args=(program, links, label, placement, aggsel, contexts, q))
     p.start()
     p.join(limit)
     if p.is_alive():
@@ -109,11 +113,12 @@ def reachable_table(args) -> None:
     links = random_links(100, 400, rng)
     rows, nets = [], {}
     for label in ("set", "absorption lazy"):
-        net, sec = _insert(REACH, links, label, args.placement)
+        net, sec = _insert(REACH, links, label, args.placement, None, args.contexts)
         nets[label] = net
         rows.append(_row(label, net, sec))
     for label in ("absorption eager", "absorption eager:1"):
-        res = _limited(REACH, links, label, args.placement, None, args.eager_limit)
+        res = _limited(REACH, links, label, args.placement, None, args.eager_limit,
+                       args.contexts)
         if res is None:
             rows.append([label, f"> {args.eager_limit:.0f} (killed)", "-", "-", "-", "-"])
         else:
@@ -157,13 +162,14 @@ def aggsel_table(args) -> None:
     for mode in ("multi", "single", "off"):
         if mode == "off":
             res = _limited(SP, links, "absorption lazy", args.placement, mode,
-                           args.eager_limit)
+                           args.eager_limit, args.contexts)
             if res is None:
                 rows.append([mode, f"> {args.eager_limit:.0f} (killed)", "-", "-", "-"])
             else:
                 rows.append([mode, round(res[0], 3), res[1], res[2], "-"])
             continue
-        net, sec = _insert(SP, links, "absorption lazy", args.placement, mode)
+        net, sec = _insert(SP, links, "absorption lazy", args.placement, mode,
+                           args.contexts)
         got = net.relations()
         exact = all(got[p] == ref[p] for p in ("minCost", "minHops", "cheapestPath",
                                                "fewestHops"))
@@ -180,6 +186,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--placement", choices=("node", "single"), default="node")
+    ap.add_argument("--contexts", choices=("process", "worker"), default="process")
     ap.add_argument("--eager-limit", type=float, default=120.0)
     ap.add_argument("--sp-nodes", type=int, default=30)
     ap.add_argument("--sp-links", type=int, default=240)

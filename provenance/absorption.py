@@ -28,8 +28,11 @@ Role: Liu et al. (ICDE 2009), Sec. 4, as a strategy object for the PSN engine
   :meth:`provenance.bdd.BDDContext.serialize` (``[names, nodes, root]``) and a zeroing is
   ``[names]`` (a one-element list); both are msgpack-able, no pickle.
 
-Contexts: one :class:`~provenance.bdd.BDDContext` (CUDD manager) per worker, and per node an
-:class:`AbsorptionContext` holding that manager and the node's zeroed variables.
+Contexts: one :class:`~provenance.bdd.BDDContext` (CUDD manager) per worker, or one per
+process shared by the in-process workers (``Network(contexts="process")``, the default; a
+Ray worker process has one for the nodes it hosts), and per node an
+:class:`AbsorptionContext` holding that manager and the node's zeroed variables. A BDD is
+rebuilt from its wire form only between different managers (:meth:`must_rebuild`).
 
 Aggregate results (RUNTIME.md Sec. 4, maintained by the engine's operator) get a fresh
 variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
@@ -50,8 +53,11 @@ issue notes): lazy MinShip ships conjunctions only, so the common cases are read
 down the BDD (wire form, support, one derivation, a cube's monotone difference); zeroing is
 one ``Cudd_bddUnivAbstract`` call on a per-node cube of the zeroed variables
 (:meth:`AbsorptionContext.restrict`) instead of ``support`` plus ``let``; MinShip's buffers
-are :class:`Alternatives` lists. Reachable on 100 nodes and 400 links, one worker per node:
-insertion 5.99 s -> 2.56 s, one link deletion median 461 ms -> 122 ms (2026-11-25 and
+are :class:`Alternatives` lists. A single derivation is known by the insertion ids of its
+variables (:meth:`~provenance.bdd.BDDContext.cube_ids`, filled in by the AND of a join), so
+absorption between derivations, zeroing one and its wire form are set operations. Reachable
+on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.5 s, one
+link deletion median 461 ms -> 122 ms -> 65-83 ms (2026-11-25, and two sessions on
 2026-11-26; ``docs/provenance.md`` has the table).
 
 Deliberately not here: MinShip and aggregate selection (engine send/pick stages), the
@@ -98,9 +104,11 @@ class Zeroing:
 class Alternatives:
     """MinShip's buffer of one fact towards one destination (Liu Sec. 5): monotone
     provenances whose OR is what the node produced, kept as a list (see
-    :meth:`AbsorptionScheme.ship_merge`), each with its variables' insertion ids when it is
-    a single derivation (:meth:`~provenance.bdd.BDDContext.cube_ids`, else None), so that
-    absorption and zeroing against the buffer are set tests. Owned by one MinShip record
+    :meth:`AbsorptionScheme.ship_merge`), each with its variables' insertion ids as a tuple
+    when it is a single derivation (:meth:`~provenance.bdd.BDDContext.cube_ids`, else
+    None), so that absorption and zeroing against the buffer are set tests (a tuple, not a
+    frozenset: buffers hold millions of alternatives on a 1,000-node topology, and a
+    frozenset of 15 ints takes about four times the memory). Owned by one MinShip record
     (:meth:`AbsorptionScheme.ship_merge` appends in place); never shipped, never stored
     by a node. Iterates, indexes and counts like the list of its alternatives."""
 
@@ -121,6 +129,10 @@ class Alternatives:
 
     def __repr__(self) -> str:
         return f"Alternatives({len(self.fs)})"
+
+
+def _ids_tuple(ids: frozenset | None) -> tuple | None:
+    return None if ids is None else tuple(ids)
 
 
 def zero_by(bdd: BDDContext, f: Function, cube: Function, ids) -> Function:
@@ -349,14 +361,14 @@ class AbsorptionScheme(AnnotationScheme):
             fs, sets = [], []
             for h, s in zip(f.fs, f.ids):
                 if s is not None:                     # a single derivation: all or nothing
-                    if s.isdisjoint(ids):
+                    if ids.isdisjoint(s):
                         fs.append(h)
                         sets.append(s)
                     continue
                 g = bdd.zero_all(h, cube)
                 if g != false:
                     fs.append(g)
-                    sets.append(bdd.cube_ids(g))
+                    sets.append(_ids_tuple(bdd.cube_ids(g)))
             return None if not fs else fs[0] if len(fs) == 1 else Alternatives(fs, sets)
         f = zero_by(bdd, f, cube, ids)
         return None if f == false else f
@@ -373,7 +385,7 @@ class AbsorptionScheme(AnnotationScheme):
             if mine is None:
                 return any(new <= h for h in have.fs)
             for h, s in zip(have.fs, have.ids):
-                if (s <= mine) if s is not None else (new <= h):
+                if mine.issuperset(s) if s is not None else (new <= h):
                     return True
             return False
         return bdd.implies(new, have)
@@ -383,12 +395,12 @@ class AbsorptionScheme(AnnotationScheme):
         list, not an OR (the OR of a few path conjunctions is a large BDD in a fixed
         variable order, and MinShip only asks whether something is absorbed, what is
         left after zeroing, and for one derivation)."""
-        ids = ctx.bdd.cube_ids(new)
+        ids = _ids_tuple(ctx.bdd.cube_ids(new))
         if type(have) is Alternatives:
             have.fs.append(new)
             have.ids.append(ids)
             return have
-        return Alternatives([have, new], [ctx.bdd.cube_ids(have), ids])
+        return Alternatives([have, new], [_ids_tuple(ctx.bdd.cube_ids(have)), ids])
 
     def ship_value(self, ctx, have):
         """The provenance a buffer stands for: the OR of its alternatives."""

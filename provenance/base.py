@@ -29,9 +29,11 @@ State transitions (what a node stores per fact, and what an update does to it)
     Stored values are ``None`` when a fact is absent; the engine keeps only present facts.
 
 Contexts
-    ``shared_context()`` is made once per worker (e.g. one BDD manager per process),
-    ``context(node, shared)`` once per node (e.g. the variables a node has seen zeroed). Every
-    method receives the node's context; the set and derivation schemes ignore it.
+    ``shared_context()`` is made once per worker, or once per process when the driver
+    shares it among its in-process workers (e.g. one BDD manager), ``context(node, shared)``
+    once per node (e.g. the variables a node has seen zeroed). Every method receives the
+    node's context; the set and derivation schemes ignore it. :meth:`must_rebuild` tells a
+    transport whether an annotation must be rebuilt from its wire form between two nodes.
 
 Deliberately not here: joins, indexes, routing, delivery order (the engine and transports),
 and any particular scheme (``set_scheme``, ``derivation``; ``absorption`` comes with issue 5).
