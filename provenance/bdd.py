@@ -217,6 +217,16 @@ class ZeroSet:
 #: Node lists of the wire forms of cubes, by number of variables (shared, never mutated).
 _CHAINS: dict[int, list[int]] = {}
 
+def _chain_nodes(n: int) -> list[int]:
+    """The node list of the wire form of a cube of ``n`` variables (shared: never mutate).
+    Node j (1-based) tests ``names[j - 1]``; its low child is false, its high child node
+    j - 1."""
+    nodes = _CHAINS.get(n)
+    if nodes is None:
+        nodes = _CHAINS[n] = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
+    return nodes
+
+
 #: Managers of contexts that were collected, kept until no Function refers to them.
 _GRAVEYARD: list = []
 
@@ -640,11 +650,7 @@ class BDDContext:
     def _chain_form(names: list) -> list:
         """The wire form of the cube of the variables ``names`` (wire names, bottom up)."""
         n = len(names)
-        nodes = _CHAINS.get(n)
-        if nodes is None:
-            # node j (1-based) tests names[j - 1]; low child false, high child node j - 1
-            nodes = _CHAINS[n] = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
-        return [names, nodes, n << 1]
+        return [names, _chain_nodes(n), n << 1]
 
     def _serialize_dag(self, f: Function, key: int) -> list:
         """The wire form of any BDD: a depth-first walk, children first."""
@@ -726,7 +732,12 @@ class BDDContext:
             if root < 0:
                 raise WireError("negative root reference")
             r = fns[root >> 1]
-            return ~r if root & 1 else r
+            r = ~r if root & 1 else r
+            n = len(names)
+            if (n and root == n << 1 and None not in vs and nodes == _chain_nodes(n)
+                    and all(type(x) is int for x in names)):
+                self._note_cube(int(r), r, frozenset(names))   # a single derivation
+            return r
         except WireError:
             raise
         except (TypeError, ValueError, IndexError, KeyError) as e:

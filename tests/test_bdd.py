@@ -437,3 +437,16 @@ def test_cube_ids_and_all_and_implies_agree_with_cudd(seed):
     assert ctx.cube_ids(x) == {1, 4}
     assert ctx.cube_ids(ctx.var(POOL[1]) | ctx.var(POOL[4])) is None
     assert ctx.cube_ids(ctx.true) == frozenset()
+
+
+def test_a_received_single_derivation_is_known_by_its_ids():
+    """Rebuilding a cube's wire form in another manager records its insertion ids (no walk
+    later); with a zeroed variable it is false; any other form is not recorded."""
+    src, dst = BDDContext(), BDDContext()
+    cube = src.and_all([src.var(POOL[2]), src.var(POOL[5]), src.var(POOL[7])])
+    got = dst.deserialize(src.serialize(cube))
+    assert dst.known_cube(got) == {2, 5, 7}
+    assert dst.support(got) == {POOL[2], POOL[5], POOL[7]}
+    assert dst.is_false(dst.deserialize(src.serialize(cube), zeroed=ZeroSet([POOL[5]])))
+    other = src.var(POOL[1]) | src.var(POOL[3])
+    assert dst.known_cube(dst.deserialize(src.serialize(other))) is None
