@@ -20,10 +20,12 @@ Role: Liu et al. (ICDE 2009), Sec. 4, as a strategy object for the PSN engine
   variables it has seen zeroed, ``let`` with false), and, if that removed something, fires
   the delta rules with the part lost; a derived deletion is sent only where the lost part
   joined with the other body facts is not false, i.e. along the paths on which provenance
-  depending on those variables was shipped. A tuple whose provenance becomes false is
-  deleted. A deletion is never made to wait: if it overtakes the insertions it cancels, the
-  node remembers the variables and restricts those insertions when they come (RUNTIME.md
-  Sec. 3: correct under any delivery order, where Liu assumed FIFO channels);
+  depending on those variables was shipped (under MinShip, by MinShip's record of what it
+  shipped to each destination instead: :meth:`AbsorptionScheme.ship_attach`). A tuple
+  whose provenance becomes false is deleted. A deletion is never made to wait: if it
+  overtakes the insertions it cancels, the node remembers the variables and restricts those
+  insertions when they come (RUNTIME.md Sec. 3: correct under any delivery order, where Liu
+  assumed FIFO channels);
 * on the wire an insertion's provenance is the BDD node list of
   :meth:`provenance.bdd.BDDContext.serialize` (``[names, nodes, root]``) and a zeroing is
   ``[names]`` (a one-element list); both are msgpack-able, no pickle.
@@ -149,7 +151,8 @@ def zero_by(bdd: BDDContext, f: Function, cube: Function, ids) -> Function:
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "_agg_live", "_agg_next")
+    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "minship", "_agg_live",
+                 "_agg_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -161,6 +164,10 @@ class AbsorptionContext:
         #: derivation (:meth:`~provenance.bdd.BDDContext.known_cube`) is a set test.
         self.zids: set[int] = set()
         self.node = node
+        #: True once a MinShip stage sends this node's updates (:meth:`AbsorptionScheme.
+        #: ship_attach`): it forwards a derived deletion only where what it shipped depends
+        #: on the zeroed variables, so the lost part need not be computed.
+        self.minship = False
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
 
@@ -303,19 +310,23 @@ class AbsorptionScheme(AnnotationScheme):
         if new == stored:
             return stored, NO_FIRE
         hit = self.ship_dead_names(ctx, stored)
-        lost = stored & ~new
+        lost = None if ctx.minship else stored & ~new
         return (None if new == bdd.false else new), Zeroing(hit, lost)
 
     def derive(self, ctx, sign: int, head, parts: list, delta_pos: int) -> Iterable:
         """Insertion: the AND of the body's provenance (delta at ``delta_pos``), if not
         false. Deletion: the :class:`Zeroing` again, if its lost part joined with the other
-        body facts is not false (provenance that was never shipped needs no deletion)."""
+        body facts is not false (provenance that was never shipped needs no deletion);
+        under MinShip always, as MinShip applies that filter per destination
+        (:meth:`ship_attach`)."""
         if sign > 0:
             acc = ctx.bdd.and_all([p[2] for p in parts])
             # stored and shipped provenance is positive and not false, so its AND is not
             # false either (all variables true satisfies it); checked once, not per part
             return () if acc == ctx.bdd.false else (acc,)
         z = parts[delta_pos][2]
+        if ctx.minship:               # MinShip filters by what it shipped (ship_attach)
+            return (z,)
         acc = z.lost if z.lost is not None else ctx.bdd.true
         for j, (_, _, value) in enumerate(parts):
             if j != delta_pos:
@@ -344,6 +355,16 @@ class AbsorptionScheme(AnnotationScheme):
         return ctx.bdd.deserialize(data, zeroed=ctx.zeroed)
 
     # -- shipping algebra (MinShip, psn.engine.minship; Liu Sec. 5) ----------------------
+    def ship_attach(self, ctx) -> None:
+        """A MinShip stage now sends the updates of ``ctx``'s node. MinShip forwards a
+        derived deletion to a destination only if the derivation it shipped there depends
+        on the zeroed variables (Liu Alg. 3), so :meth:`pick` and :meth:`derive` stop
+        computing the lost part of a deletion (``stored & ~new`` joined with the rule
+        body), whose only use is that same filter when every derivation is shipped.
+        Measured on reachable, 100 nodes, 20 deletions (two A/B runs of four each, CPU
+        time): the same 20,998 tuples shipped, 13-20% less time per deletion."""
+        ctx.minship = True
+
     def ship_restrict(self, ctx, f, names=()):
         """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
         variables (and ``names``) false; None if nothing is left."""

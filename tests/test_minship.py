@@ -184,6 +184,38 @@ def test_deletions_only_reach_nodes_that_were_shipped_the_variable():
         assert after[nid]["updates_received"] == before[nid]["updates_received"], nid
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_minship_filters_deletions_so_the_lost_part_is_not_computed(seed):
+    """Under MinShip every node context is attached (ship_attach) and derived deletions skip
+    the lost-part filter; MinShip's own per-destination filter sends exactly the tuples the
+    same run sends when the lost part is computed and checked."""
+    rng = random.Random(seed)
+    links = [(a, b) for a, b, _ in random_links(9, 20, rng)]
+    gone = rng.sample(links, 4)
+
+    class Unattached(AbsorptionScheme):
+        def ship_attach(self, ctx):
+            pass
+
+    runs = []
+    for scheme in (AbsorptionScheme(reorder=False), Unattached(reorder=False)):
+        net = Network(REACH, {"link": links}, annotation=scheme, ship="lazy",
+                      delivery="random", seed=seed).run()
+        assert all(net.context_of(n).minship == (type(scheme) is AbsorptionScheme)
+                   for n in net.nodes)
+        for t in gone:
+            net.delete("link", t).run()
+        runs.append(net)
+    attached, unattached = runs
+    assert attached.relations() == unattached.relations()
+    assert attached.metrics["tuples_sent"] == unattached.metrics["tuples_sent"]
+    live = [t for t in links if t not in gone]
+    assert attached.relations()["reachable"] == \
+        psn.evaluate(REACH, {"link": live})["reachable"]
+    bare = Network(REACH, {"link": links}, annotation=AbsorptionScheme(), ship="off").run()
+    assert not any(bare.context_of(n).minship for n in bare.nodes)
+
+
 def test_deletion_overtaking_its_insertion_with_minship():
     for ship in ("lazy", "eager"):
         net = Network(REACH, annotation=AbsorptionScheme(), ship=ship, delivery="adversarial")

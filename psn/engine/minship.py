@@ -372,4 +372,7 @@ def install(node, mode: str, window: int | None = None, selectors: dict | None =
         return None
     stage = MinShip(mode, window, selectors)
     node.send_stages.append(stage)
+    attach = getattr(node.scheme, "ship_attach", None)
+    if attach is not None:
+        attach(node.ctx)
     return stage
