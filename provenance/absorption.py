@@ -58,8 +58,8 @@ one ``Cudd_bddUnivAbstract`` call on a per-node cube of the zeroed variables
 are :class:`Alternatives` lists. A single derivation is known by the insertion ids of its
 variables (:meth:`~provenance.bdd.BDDContext.cube_ids`, filled in by the AND of a join), so
 absorption between derivations, zeroing one and its wire form are set operations. Reachable
-on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.4-1.7 s,
-one link deletion median 461 ms -> 122 ms -> 64-100 ms (2026-11-25, and two sessions on
+on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.2-1.8 s,
+one link deletion median 461 ms -> 122 ms -> 52-71 ms (2026-11-25, and two sessions on
 2026-11-26, the last with the workers sharing one manager; ``docs/provenance.md`` has the
 table).
 
