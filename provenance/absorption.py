@@ -416,7 +416,9 @@ class AbsorptionScheme(AnnotationScheme):
         """Add the derivations ``new`` to the buffer ``have``: an :class:`Alternatives`
         list, not an OR (the OR of a few path conjunctions is a large BDD in a fixed
         variable order, and MinShip only asks whether something is absorbed, what is
-        left after zeroing, and for one derivation)."""
+        left after zeroing, and for one derivation). An :class:`Alternatives` ``have`` is
+        extended in place and returned (MinShip replaces its record's buffer with the
+        result either way)."""
         ids = _ids_tuple(ctx.bdd.cube_ids(new))
         if type(have) is Alternatives:
             have.fs.append(new)
