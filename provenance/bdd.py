@@ -294,7 +294,6 @@ class BDDContext:
         self._names_at: dict[int, str] = {}       # CUDD variable index -> name
         self._by_wire: dict[int | str, Function] = {}
         self._ser_cache: dict[int, tuple[Function, list]] = {}
-        self._cubes: dict[int, tuple[Function, list]] = {}  # one_prime's results: variables
         #: int(f) -> (f, insertion ids of f's variables if f is a positive cube over
         #: x-variables, else None): see :meth:`cube_ids`
         self._csets: dict[int, tuple[Function, frozenset | None]] = {}
@@ -423,15 +422,17 @@ class BDDContext:
         hit = self._csets.get(k)
         if hit is not None:
             return hit[1]
-        ids = None
         taken = self._cube_taken(f)
-        if taken is not None:
-            wire = self._wire
-            ws = [wire.get(vi) for vi in taken]
-            if all(type(w) is int for w in ws):
-                ids = frozenset(ws)
+        ids = None if taken is None else self._ids_of(taken)
         self._note_cube(k, f, ids)
         return ids
+
+    def _ids_of(self, taken: list[int]) -> frozenset | None:
+        """The insertion ids of the variables with CUDD indexes ``taken``; None if one of
+        them is not an ``x``-variable."""
+        wire = self._wire
+        ws = [wire.get(vi) for vi in taken]
+        return frozenset(ws) if all(type(w) is int for w in ws) else None
 
     def known_cube(self, f: Function) -> frozenset | None:
         """:meth:`cube_ids` if already known (no walk), else None."""
@@ -515,10 +516,7 @@ class BDDContext:
             f = self.true
             for vi in reversed(taken):
                 f = f & self._var_at(vi)
-        cubes = self._cubes                       # it is likely to be shipped next
-        if len(cubes) >= self.SER_CACHE:
-            cubes.clear()
-        cubes[int(f)] = (f, taken)
+        self._note_cube(int(f), f, self._ids_of(taken))   # it is likely to be shipped next
         return f
 
     def _var_at(self, vi: int) -> Function:
@@ -538,25 +536,13 @@ class BDDContext:
         """The names of the variables ``f`` depends on. A positive cube (the common case
         under lazy MinShip) is read in one pass down its BDD; anything else asks CUDD
         (``Cudd_Support``, whose names ``dd`` builds from a cube in Python)."""
-        T = self._true_key
-        F = T | 1
-        k = int(f)
-        if k & 1:
-            return set() if k == F else self.bdd.support(f)
-        out: set[str] = set()
+        if int(f) == self._true_key | 1:
+            return set()
+        taken = self._cube_taken(f)
+        if taken is None:
+            return self.bdd.support(f)
         names = self._names_at
-        g = f
-        while k != T:
-            if int(g.low) != F:
-                return self.bdd.support(f)
-            vi = g._index
-            name = names.get(vi)
-            if name is None:
-                name = self.bdd._var_with_index[vi]
-            out.add(name)
-            g = g.high
-            k = int(g)
-        return out
+        return {names.get(vi) or self.bdd._var_with_index[vi] for vi in taken}
 
     def dag_size(self, f: Function) -> int:
         return f.dag_size
@@ -612,9 +598,7 @@ class BDDContext:
         if known is not None and known[1] is not None and not self.reorder:
             # levels follow insertion ids: bottom up is by decreasing id
             return self._chain_form(sorted(known[1], reverse=True))   # cheaper than caching
-        cube = self._cubes.pop(key, None)
-        data = (self._cube_form(cube[1]) if cube is not None else
-                self._serialize_cube(f) if not key & 1 else None)
+        data = self._serialize_cube(f) if not key & 1 else None
         if data is None:
             data = self._serialize_dag(f, key)
         self._remember(key, f, data)

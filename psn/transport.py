@@ -252,9 +252,8 @@ class InMemoryTransport:
         else:
             size = ann_bytes = 0
         m.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
-        if data is not None and (self.roundtrip or
-                                 (wsrc != wdst and codec.scheme.must_rebuild(
-                                     self._context_of(src), self._context_of(dst)))):
+        if data is not None and (self.roundtrip or (
+                wsrc != wdst and codec.must_rebuild(self._context_of, src, dst))):
             updates = codec.decode(data, self._context_of(dst))
         self._enqueue(src, dst, updates)
 

@@ -15,7 +15,7 @@ Deliberately not here: batching policy, compression, framing (the transports).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import msgpack
 
@@ -101,6 +101,14 @@ class Codec:
 
     def decode(self, data: bytes, ctx: Any = None) -> list[tuple]:
         return decode_updates(data, self.scheme, ctx)
+
+    def must_rebuild(self, context_of: Callable[[Any], Any], src: Any, dst: Any) -> bool:
+        """True if updates from node ``src`` must be decoded from their bytes in node
+        ``dst``'s context (annotations bound to another context, e.g. another CUDD
+        manager; ``context_of`` is asked only for such schemes). Transports call it for
+        messages between workers."""
+        scheme = self.scheme
+        return scheme.context_bound and scheme.must_rebuild(context_of(src), context_of(dst))
 
     def annotation_size(self, ann, ctx: Any = None) -> int:
         """Bytes of one annotation in msgpack (per-tuple provenance size)."""

@@ -274,9 +274,8 @@ class SimTransport:
             size = len(data)
         m.message(src, wsrc, n, size, ann_bytes, wsrc != wdst)
         self.counters.record_send(src, dst, wsrc, wdst, n, size, wsrc == wdst)
-        if data is not None and (self.roundtrip or
-                                 (wsrc != wdst and codec.scheme.must_rebuild(
-                                     self._context_of(src), self._context_of(dst)))):
+        if data is not None and (self.roundtrip or (
+                wsrc != wdst and codec.must_rebuild(self._context_of, src, dst))):
             return data
         return None
 

@@ -195,7 +195,7 @@ class Shard(WorkerHost):
                 if box is None:
                     box = self.outbox[wdst] = []
                 box.append((dst, data))
-            elif self.roundtrip or self.scheme.context_bound:
+            elif self.roundtrip or codec.must_rebuild(self.context_of, src, dst):
                 self._enqueue(dst, codec.decode(data, self.context_of(dst)))
             else:
                 self._enqueue(dst, ups)
