@@ -21,8 +21,10 @@ Role: Liu et al. (ICDE 2009), Sec. 4, as a strategy object for the PSN engine
   the delta rules with the part lost; a derived deletion is sent only where the lost part
   joined with the other body facts is not false, i.e. along the paths on which provenance
   depending on those variables was shipped (under MinShip, by MinShip's record of what it
-  shipped to each destination instead: :meth:`AbsorptionScheme.ship_attach`). A tuple
-  whose provenance becomes false is deleted. A deletion is never made to wait: if it
+  shipped to each destination instead: :meth:`AbsorptionScheme.ship_attach`; MinShip sends
+  another node one *node-wide* zeroing per step, which the receiver applies to every fact
+  holding its variables, :meth:`AbsorptionScheme.zero_everywhere`). A tuple whose
+  provenance becomes false is deleted. A deletion is never made to wait: if it
   overtakes the insertions it cancels, the node remembers the variables and restricts those
   insertions when they come (RUNTIME.md Sec. 3: correct under any delivery order, where Liu
   assumed FIFO channels);
@@ -69,6 +71,7 @@ manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from psn.builtins import format_value
@@ -151,8 +154,8 @@ def zero_by(bdd: BDDContext, f: Function, cube: Function, ids) -> Function:
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "minship", "_agg_live",
-                 "_agg_next")
+    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "minship", "holders",
+                 "_agg_live", "_agg_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -168,6 +171,14 @@ class AbsorptionContext:
         #: ship_attach`): it forwards a derived deletion only where what it shipped depends
         #: on the zeroed variables, so the lost part need not be computed.
         self.minship = False
+        #: The facts whose stored provenance may depend on a variable (``insertion id or
+        #: name -> [fact, ...]``, repeats allowed), so that a node-wide zeroing
+        #: (:meth:`AbsorptionScheme.zero_everywhere`) finds them without a scan. Built
+        #: from the node's facts when the first one arrives (a run without deletions pays
+        #: nothing), then kept up by :meth:`AbsorptionScheme.pick` with the variables of
+        #: every derivation a fact gains; an entry may outlive the variable in the fact
+        #: (harmless: the fact is then zeroed to itself).
+        self.holders: dict | None = None
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
 
@@ -296,9 +307,15 @@ class AbsorptionScheme(AnnotationScheme):
             if ctx.zeroed:
                 ann = ctx.restrict(ann)
             if stored is None:
-                return (None, NO_FIRE) if ann == bdd.false else (ann, ann)
+                if ann == bdd.false:
+                    return None, NO_FIRE
+                if ctx.holders is not None:
+                    _hold(ctx, fact, ann)
+                return ann, ann
             if ann & ~stored == bdd.false:                 # absorbed (C speed)
                 return stored, NO_FIRE
+            if ctx.holders is not None:
+                _hold(ctx, fact, ann)
             if bdd.known_cube(ann) is not None:           # one derivation, not absorbed
                 return stored | ann, ann
             return stored | ann, bdd.monotone_diff(ann, stored)
@@ -369,6 +386,33 @@ class AbsorptionScheme(AnnotationScheme):
         part, then 11-17% less (three runs each, 642,465 bytes either way) for the dead
         variables."""
         ctx.minship = True
+
+    def zero_everywhere(self, ctx, ann, facts: Callable[[], Iterable]) -> list:
+        """A node-wide zeroing (:data:`psn.engine.node.EVERY_FACT`, sent by MinShip once
+        per destination and step instead of one deletion per fact): remember its
+        variables as zeroed at this node and return the facts whose stored provenance
+        may depend on them (the engine then picks the deletion ``ann`` for each fact it
+        holds). RUNTIME.md Sec. 3: deleting a base tuple sets its variable to false
+        everywhere it occurs.
+
+        ``facts()`` gives the node's ``(fact, stored provenance)`` pairs; the first call
+        indexes them (:attr:`AbsorptionContext.holders`; reachable, 100 nodes and 400
+        links: 49,310 facts at 92 nodes in 66-99 ms, all of them single derivations)."""
+        names = self.ship_zeroed_names(ctx, ann)
+        ctx.add_zeroed(names)
+        holders = ctx.holders
+        if holders is None:
+            holders = ctx.holders = defaultdict(list)
+            _hold_all(ctx, facts())
+        if not holders:
+            return []
+        found: dict = {}
+        for name in sorted(names):          # one order in every process (str hashing)
+            key = insertion_id(name)
+            held = holders.pop(name if key is None else key, None)
+            if held:
+                found.update(dict.fromkeys(held))
+        return list(found)
 
     def ship_restrict(self, ctx, f, names=()):
         """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
@@ -495,6 +539,32 @@ class AbsorptionScheme(AnnotationScheme):
     def minimal_sets(self, ctx, stored) -> list[frozenset]:
         """The minimal satisfying variable sets of a stored provenance (PosBool)."""
         return [] if stored is None else ctx.bdd.minimal_sop(stored)
+
+
+def _hold(ctx: AbsorptionContext, fact, ann: Function) -> None:
+    """Index ``fact`` under the variables of ``ann``, a derivation it gains
+    (:attr:`AbsorptionContext.holders`)."""
+    ids = ctx.bdd.cube_ids(ann)
+    if ids is None:                     # not a conjunction of x-variables: ask its support
+        ids = [insertion_id(v) if insertion_id(v) is not None else v
+               for v in ctx.bdd.support(ann)]
+    holders = ctx.holders
+    for i in ids:
+        holders[i].append(fact)
+
+
+def _hold_all(ctx: AbsorptionContext, facts: Iterable) -> None:
+    """:func:`_hold` for every ``(fact, provenance)`` of ``facts`` (the first node-wide
+    zeroing at a node), with the known derivations' ids read from the cube cache."""
+    holders = ctx.holders
+    cube_ids = ctx.bdd.cube_ids
+    for fact, f in facts:
+        ids = cube_ids(f)
+        if ids is None:
+            _hold(ctx, fact, f)
+            continue
+        for i in ids:
+            holders[i].append(fact)
 
 
 def _name_key(v):

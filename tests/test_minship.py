@@ -22,10 +22,12 @@ import psn
 from graphs import random_links
 from psn.engine import Network
 from psn.engine.minship import MinShip, parse_ship
+from psn.engine.node import EVERY_FACT
 from psn.errors import InputError
 from psn.transport import Placement
 from provenance import get_scheme
-from provenance.absorption import AbsorptionScheme
+from provenance.absorption import AbsorptionScheme, Zeroing
+from provenance.bdd import var_name
 from test_liu_engine import FIG2, STEP4, Ledger, provenance_of
 
 REACH = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
@@ -82,6 +84,17 @@ def _sound(got: dict, expected: dict) -> bool:
     return all(any(e <= s for e in expected[t]) for t, sets in got.items() for s in sets)
 
 
+def _dead_in_store(net: Network, dead: set) -> list:
+    """Stored facts, at any node and of any predicate, whose provenance still has a
+    deleted link's variable (a zeroing reaches every fact that holds it)."""
+    bad = []
+    for nid in net.nodes:
+        bdd = net.context_of(nid).bdd
+        for pred, rows in net.node_state(nid).items():
+            bad += [(nid, pred, t) for t, f in rows.items() if bdd.support(f) & dead]
+    return bad
+
+
 def _check(seed: int, ship: str, delivery: str) -> None:
     rng = random.Random(f"{seed}/{ship}/{delivery}")
     links = _links(rng)
@@ -98,6 +111,7 @@ def _check(seed: int, ship: str, delivery: str) -> None:
     assert net.relations()["reachable"] == \
         psn.evaluate(REACH, {"link": live})["reachable"], (seed, ship, delivery)
     got, expected = provenance_of(net), ledger.expected()
+    assert not _dead_in_store(net, ledger.dead), (seed, ship, delivery)
     if ship.startswith("eager"):
         assert got == expected, (seed, ship, delivery)
     else:
@@ -214,6 +228,60 @@ def test_minship_filters_deletions_so_the_lost_part_is_not_computed(seed):
         psn.evaluate(REACH, {"link": live})["reachable"]
     bare = Network(REACH, {"link": links}, annotation=AbsorptionScheme(), ship="off").run()
     assert not any(bare.context_of(n).minship for n in bare.nodes)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_remote_deletions_are_one_node_wide_zeroing_per_message(seed):
+    """Between nodes MinShip sends no per-fact deletion: each message carries at most one
+    node-wide zeroing (after its alternatives), addressed to its destination and naming
+    deleted variables only; every node ends up clean of them."""
+    rng = random.Random(seed)
+    links = [(a, b) for a, b, _ in random_links(20, 60, rng)]
+    net = Network(REACH, {"link": links}, annotation="absorption", delivery="random",
+                  seed=seed).run()
+    sent = []
+    send = net.transport.send
+    net.transport.send = lambda src, dst, ups: (sent.append((src, dst, list(ups))),
+                                                send(src, dst, ups))[1]
+    ledger_dead = set()
+    for t in rng.sample(links, 5):
+        ledger_dead.add(var_name(links.index(t) + 1))
+        net.delete("link", t).run()
+    remote = [(src, dst, ups) for src, dst, ups in sent if src is not None and src != dst]
+    zeroings = [(dst, u) for _, dst, ups in remote for u in ups if u[0] < 0]
+    assert zeroings, "the deletions shipped nothing"
+    for src, dst, ups in remote:
+        dels = [i for i, u in enumerate(ups) if u[0] < 0]
+        assert len(dels) <= 1 and (not dels or dels[0] == len(ups) - 1), (src, dst, ups)
+    for dst, (_, pred, tup, ann) in zeroings:
+        assert pred == EVERY_FACT and tup == (dst,)
+        assert isinstance(ann, Zeroing) and ann.names <= ledger_dead
+    live = [t for t in links if var_name(links.index(t) + 1) not in ledger_dead]
+    assert net.relations()["reachable"] == \
+        psn.evaluate(REACH, {"link": live})["reachable"]
+    assert not _dead_in_store(net, ledger_dead)
+
+
+def test_node_wide_zeroing_at_one_node():
+    """A node-wide zeroing zeroes exactly the facts whose provenance holds its variables,
+    and a zeroing that overtakes an insertion restricts the insertion when it comes."""
+    scheme = AbsorptionScheme(reorder=False)
+    net = Network(REACH, annotation=scheme, ship="lazy")
+    node = net.node("a")
+    ctx = node.ctx
+    x1, x2, x3 = (ctx.bdd.var(var_name(i)) for i in (1, 2, 3))
+    node.receive((1, "reachable", ("a", "b"), x1 & x2))
+    node.receive((1, "reachable", ("a", "c"), x3))
+    node.receive((1, "reachable", ("a", "d"), (x1 & x3) | x2))
+    node.step()
+    node.receive((-1, EVERY_FACT, ("a",), Zeroing(frozenset({var_name(1)}))))
+    node.receive((1, "reachable", ("a", "e"), x1))          # overtaken by the zeroing
+    node.step()
+    state = node.relation("reachable")
+    assert set(state) == {("a", "c"), ("a", "d")}
+    assert state[("a", "c")] == x3 and state[("a", "d")] == x2
+    # three insertions, the zeroing, the deletions it picks for (a,b) and (a,d), then (a,e)
+    assert node.metrics.updates_processed == 7
 
 
 def test_deletion_overtaking_its_insertion_with_minship():

@@ -6,7 +6,9 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
 1. **picks** updates: all pickable ones (default, Nigam end of Sec. 4) or one. The scheme
    decides pickability (a deletion whose occurrence is not yet present waits, keyed by its
    fact, and is retried as soon as an insertion of that fact is picked), the new ν value and
-   the delta to fire with (or nothing, when the update is not news);
+   the delta to fire with (or nothing, when the update is not news). A *node-wide* deletion
+   (:data:`EVERY_FACT`, sent by MinShip) is picked as the deletion of every fact the scheme
+   says it concerns;
 2. runs the **pick stages** (hook for aggregate selection, issue 5) on the picked deltas;
 3. **fires** the compiled delta rules of every picked delta (ν reads for atoms before the
    delta position, committed reads after it, :mod:`psn.engine.compile`);
@@ -35,10 +37,19 @@ from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
 from .program import CENTRAL, EngineProgram
 
-__all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact"]
+__all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact", "EVERY_FACT"]
 
 #: ``(sign, predicate, tuple, annotation)`` with sign ``1`` (insertion) or ``-1`` (deletion).
 Update = tuple
+
+#: The predicate of a *node-wide* deletion ``(-1, EVERY_FACT, (node,), ann)``: the deletion
+#: annotation ``ann`` applies to every fact the node stores, as far as the scheme's
+#: ``zero_everywhere(ctx, ann, facts)`` says it may (absorption: the facts whose
+#: provenance has a zeroed variable). MinShip sends one per destination and step instead of
+#: one deletion per fact. Not an NDlog name (names start with a lower-case letter), so it
+#: never meets a program predicate; its tuple is the destination, which is where
+#: :meth:`EngineProgram.location` routes it.
+EVERY_FACT = "$every"
 
 
 def format_fact(pred: str, tup: tuple, loc: int | None = None) -> str:
@@ -167,7 +178,7 @@ class Node:
         self.metrics = NodeMetrics()
         self.pick_stages: list[PickStage] = []
         self.send_stages: list[SendStage] = []
-        for pred in program.predicates:
+        for pred in sorted(program.predicates):     # one order in every process
             self.table(pred)
         self.aggregates = {pred: AggregateOperator(spec)
                            for pred, spec in program.aggregates.items()}
@@ -318,6 +329,9 @@ class Node:
 
     def _pick(self, upd: Update, picked: list, batch: bool) -> None:
         sign, pred, tup, ann = upd
+        if pred == EVERY_FACT:
+            self._pick_everywhere(ann, picked, batch)
+            return
         over = self.nu.get(pred)
         if over is None:
             self.table(pred)
@@ -345,6 +359,31 @@ class Node:
                     self._pick(w, picked, True)
             else:
                 self.queue[:0] = retry
+
+    def _pick_everywhere(self, ann, picked: list, batch: bool) -> None:
+        """A node-wide deletion (:data:`EVERY_FACT`): pick ``ann`` as the deletion of every
+        present fact the scheme names."""
+        nu, state = self.nu, self.state
+        self.metrics.updates_processed += 1
+        for pred, tup in self.scheme.zero_everywhere(self.ctx, ann, self._present):
+            over = nu.get(pred)
+            present = over.get(tup) is not None if over and tup in over \
+                else tup in state.get(pred, ())
+            if present:
+                self._pick((-1, pred, tup, ann), picked, batch)
+
+    def _present(self):
+        """``((pred, tuple), ν value)`` of every present fact: the committed state with
+        this batch's ν overlay on top."""
+        for pred, rows in self.state.items():
+            over = self.nu.get(pred)
+            for t, s in rows.items():
+                if not over or t not in over:
+                    yield (pred, t), s
+            if over:
+                for t, s in over.items():
+                    if s is not None:
+                        yield (pred, t), s
 
     def _commit(self) -> list[tuple[str, tuple, bool]]:
         changes = []
