@@ -4,8 +4,11 @@
   re-inserted, overlapping or not, under every delivery order, with lazy and with eager
   shipping; the final relations equal ``psn.evaluate`` on the live links. Eager: every
   provenance equals PosBool over the live insertions. Lazy: every stored provenance is
-  sound (each of its derivations is a PosBool derivation). The number of schedules run is
-  counted (:data:`SCHEDULES`) and checked by the last test of the module;
+  sound (each of its derivations is a PosBool derivation), and no stored fact at any node
+  keeps a deleted link's variable. The number of schedules run is counted
+  (:data:`SCHEDULES`) and checked by the last test of the module;
+* deletions between nodes travel as node-wide zeroings, at most one per message and last;
+  one node-wide zeroing at one node, including one that overtakes an insertion;
 * exactness of eager shipping on seeded random graphs;
 * lazy shipping ships no more tuples than set semantics (30-node graph, insertions only);
 * Liu Fig. 2 with MinShip: deleting link(C,B) is bounded by the facts that shipped p4.
