@@ -26,8 +26,8 @@ the dead variables of every ``S`` it concerns, after the step's alternatives), n
 deletion per fact: the receiver zeroes those variables in every fact that holds them (the
 scheme's ``zero_everywhere``; RUNTIME.md Sec. 3, "sets its variable to false everywhere it
 occurs"). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332 tuples and
-486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest deletion 1,166
-tuples instead of 2,293: 3.0% of the insertion run instead of 5.9%). A receiver indexes
+486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of the 20:
+1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver indexes
 which of its facts hold which variable when the first node-wide zeroing reaches it (49,310
 facts at 92 nodes, 66 ms, paid by the first deletion), so a run without deletions pays
 nothing.
