@@ -63,7 +63,7 @@ absorption between derivations, zeroing one and its wire form are set operations
 on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.2-1.8 s,
 one link deletion median 461 ms -> 122 ms -> 52-71 ms (2026-11-25, and two sessions on
 2026-11-26, the last with the workers sharing one manager), then on a faster machine
-0.81-1.05 s and 29-35 ms with node-wide zeroings (``docs/provenance.md`` has the table).
+0.81-1.05 s and 29-38 ms with node-wide zeroings (``docs/provenance.md`` has the table).
 
 Deliberately not here: MinShip and aggregate selection (engine send/pick stages), the
 manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
