@@ -29,7 +29,7 @@ occurs"). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332 tuples a
 486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of the 20:
 1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver indexes
 which of its facts hold which variable when the first node-wide zeroing reaches it (49,310
-facts at 92 nodes, 66 ms, paid by the first deletion), so a run without deletions pays
+facts at 92 nodes, 65-85 ms, paid by the first deletion), so a run without deletions pays
 nothing.
 
 ``H`` may keep dead variables until something is shipped from it (then it is restricted
