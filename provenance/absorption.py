@@ -38,6 +38,25 @@ Ray worker process has one for the nodes it hosts), and per node an
 :class:`AbsorptionContext` holding that manager and the node's zeroed variables. A BDD is
 rebuilt from its wire form only between different managers (:meth:`must_rebuild`).
 
+Values. A provenance is a CUDD BDD (:class:`~provenance.bdd.Function`) or, for a single
+derivation (a conjunction of base variables ``x<i>``: what a base fact, a join of single
+derivations and lazy MinShip's shipments are), a :data:`Cube`: the sorted tuple of its
+insertion ids. The ROBDD of a conjunction is the chain of its variables, so the tuple is
+that BDD written down without the manager; it is built in CUDD
+(:meth:`~provenance.bdd.BDDContext.cube_function`) only when it meets a formula that is not
+a single derivation: an OR of two derivations neither of which absorbs the other, a
+comparison with such a BDD, minimal SOP. A join of cubes is the union of their ids,
+absorption between cubes a subset test, zeroing one a disjointness test, its wire form the
+chain form :meth:`~provenance.bdd.BDDContext.serialize` gives the same conjunction, and a
+received chain of ``x``-variables is read back as a cube. Reachable on the 1,000-node dense
+transit-stub topology, lazy, all links inserted (``bench/bench_sim.py``, 2026-11-26): no BDD
+is built at all, 501 s -> 170 s wall and 6,500 -> 4,683 MiB peak, with the same traffic
+(with a frozenset instead of a tuple the run passed 10 GiB before I stopped it: a
+frozenset of 8 ints is 728 bytes, a tuple 120). The values are opaque to the engine: combine them with the scheme's ``join`` and
+``combine``, and read them with :meth:`AbsorptionScheme.function`,
+:meth:`~AbsorptionScheme.minimal_sets` or :meth:`~AbsorptionScheme.explain` (``&`` on two
+cubes would be a tuple error, not an AND).
+
 Aggregate results (RUNTIME.md Sec. 4, maintained by the engine's operator) get a fresh
 variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
 same tuple carries that variable (the context pairs the calls), so facts derived from an
@@ -71,15 +90,22 @@ manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from psn.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
-from .bdd import BDDContext, Function, ZeroSet, format_fact, insertion_id, var_name
+from .bdd import (BDDContext, Function, ZeroSet, _chain_nodes, format_fact, insertion_id,
+                  var_name)
 
-__all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives"]
+__all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
+           "cube", "as_function"]
+
+#: A single derivation: the sorted tuple of the insertion ids of its variables, standing
+#: for the conjunction of ``x<i>`` (its BDD is a chain); ``()`` is ``true``.
+Cube = tuple
 
 
 class Zeroing:
@@ -137,14 +163,74 @@ class Alternatives:
         return f"Alternatives({len(self.fs)})"
 
 
-def _ids_tuple(ids: frozenset | None) -> tuple | None:
-    return None if ids is None else tuple(ids)
+def _ids_tuple(ids: tuple | frozenset | None) -> tuple | None:
+    return ids if ids is None or type(ids) is tuple else tuple(ids)
 
 
-def zero_by(bdd: BDDContext, f: Function, cube: Function, ids) -> Function:
+def as_function(bdd: BDDContext, a) -> Function:
+    """The BDD of a provenance value: a :data:`Cube` is built
+    (:meth:`~provenance.bdd.BDDContext.cube_function`), a BDD is returned as it is."""
+    return bdd.cube_function(a) if type(a) is tuple else a
+
+
+def cube(ids: Iterable[int]) -> tuple:
+    """The :data:`Cube` of the conjunction of ``x<i>`` for ``i`` in ``ids``."""
+    return tuple(sorted(set(ids)))
+
+
+def _union(a: tuple, b: tuple) -> tuple:
+    """The :data:`Cube` of ``a ∧ b``: the sorted union of their ids. A join usually adds
+    one variable (a link) to a path, or none (it is already there): then no set is made."""
+    if len(a) < len(b):
+        a, b = b, a
+    if len(b) == 1:
+        x = b[0]
+        i = bisect_left(a, x)
+        if i < len(a) and a[i] == x:
+            return a
+        return a[:i] + b + a[i:]
+    if not b:
+        return a
+    s = set(a)
+    s.update(b)
+    return a if len(s) == len(a) else tuple(sorted(s))
+
+
+def _subset(a: tuple, b: tuple) -> bool:
+    """True if the variables of cube ``a`` are among those of ``b`` (``b → a``)."""
+    return len(a) <= len(b) and set(b).issuperset(a)
+
+
+def _or(bdd: BDDContext, a, b):
+    """``a ∨ b`` (Liu Fig. 6, union); two single derivations of which one has the other's
+    variables stay a :data:`Cube` (absorption: ``a ∨ (a ∧ c) = a``)."""
+    if type(a) is tuple and type(b) is tuple:
+        if _subset(a, b):
+            return a
+        if _subset(b, a):
+            return b
+    return as_function(bdd, a) | as_function(bdd, b)
+
+
+def _and(bdd: BDDContext, a, b):
+    """``a ∧ b`` (Liu Fig. 6, join); of two single derivations, the union of their
+    variables."""
+    if type(a) is tuple and type(b) is tuple:
+        return _union(a, b)
+    return as_function(bdd, a) & as_function(bdd, b)
+
+
+def _is_false(bdd: BDDContext, a) -> bool:
+    return type(a) is not tuple and a == bdd.false
+
+
+def zero_by(bdd: BDDContext, f, cube: Function, ids):
     """A monotone ``f`` with the variables of the positive ``cube`` false; ``ids`` are the
-    insertion ids of the cube's ``x``-variables. A known single derivation (a cube of
-    ``x``-variables) survives whole or not at all: a set test instead of a CUDD call."""
+    insertion ids of the cube's ``x``-variables. A single derivation (a :data:`Cube`, or
+    a BDD known to be one) survives whole or not at all: a set test instead of a CUDD
+    call."""
+    if type(f) is tuple:
+        return f if ids.isdisjoint(f) else bdd.false
     known = bdd.known_cube(f)
     if known is not None:
         return f if known.isdisjoint(ids) else bdd.false
@@ -265,32 +351,46 @@ class AbsorptionScheme(AnnotationScheme):
         return ctx.bdd.false
 
     def join(self, ctx, a, b):
-        return a & b
+        return _and(ctx.bdd, a, b)
 
     def combine(self, ctx, a, b):
-        return a | b
+        return _or(ctx.bdd, a, b)
 
     def is_zero(self, ctx, a) -> bool:
-        return a == ctx.bdd.false
+        return _is_false(ctx.bdd, a)
 
     def equal(self, ctx, a, b) -> bool:
-        if type(a) is Alternatives or type(b) is Alternatives:
+        ta, tb = type(a), type(b)
+        if ta is Alternatives or tb is Alternatives:
             return a is b
+        if ta is tuple or tb is tuple:
+            if ta is tb:
+                return a == b
+            if ta is Zeroing or tb is Zeroing:
+                return False
+            return as_function(ctx.bdd, a) == as_function(ctx.bdd, b)
         return a == b
 
     def sample(self, ctx, rng):
-        """A random positive formula over ``x0..x5`` (law tests)."""
+        """A random positive formula over ``x0..x5`` (law tests): a :data:`Cube` (one
+        derivation) a third of the time, else a BDD (possibly a cube, true or false)."""
+        if rng.random() < 1 / 3:
+            return cube(rng.sample(range(6), rng.randint(0, 3)))
         names = [var_name(i) for i in range(6)]
         sets = [rng.sample(names, rng.randint(1, 3)) for _ in range(rng.randint(0, 3))]
         return ctx.bdd.from_sets(sets)
 
+    def function(self, ctx, a) -> Function:
+        """The BDD of a provenance value (a :data:`Cube` is built in ``ctx``'s manager)."""
+        return as_function(ctx.bdd, a)
+
     # -- base facts ----------------------------------------------------------------------
     def base(self, ctx, fact, seq: int):
         """The variable ``x<seq>`` of base insertion ``seq`` (the driver's ledger numbers
-        insertions across the whole run, so names agree in every manager)."""
-        name = var_name(seq)
-        self._facts[name] = fact
-        return ctx.bdd.var(name)
+        insertions across the whole run, so names agree in every manager), as the
+        :data:`Cube` ``(seq,)``."""
+        self._facts[var_name(seq)] = fact
+        return (seq,)
 
     def aggregate(self, ctx, fact):
         return ctx.aggregate_var(fact)
@@ -304,6 +404,21 @@ class AbsorptionScheme(AnnotationScheme):
         made order-insensitive)."""
         bdd = ctx.bdd
         if sign > 0:
+            if type(ann) is tuple:                        # one derivation
+                if ctx.zids and not ctx.zids.isdisjoint(ann):
+                    return (None, NO_FIRE) if stored is None else (stored, NO_FIRE)
+                if stored is None:
+                    if ctx.holders is not None:
+                        _hold(ctx, fact, ann)
+                    return ann, ann
+                if type(stored) is tuple:
+                    if _subset(stored, ann):              # absorbed: a subset test
+                        return stored, NO_FIRE
+                elif bdd.cube_function(ann) <= stored:    # absorbed (C speed)
+                    return stored, NO_FIRE
+                if ctx.holders is not None:
+                    _hold(ctx, fact, ann)
+                return _or(bdd, stored, ann), ann         # not absorbed: itself is new
             if ctx.zeroed:
                 ann = ctx.restrict(ann)
             if stored is None:
@@ -312,24 +427,27 @@ class AbsorptionScheme(AnnotationScheme):
                 if ctx.holders is not None:
                     _hold(ctx, fact, ann)
                 return ann, ann
-            if ann & ~stored == bdd.false:                 # absorbed (C speed)
+            old = as_function(bdd, stored)
+            if ann & ~old == bdd.false:                    # absorbed (C speed)
                 return stored, NO_FIRE
             if ctx.holders is not None:
                 _hold(ctx, fact, ann)
             if bdd.known_cube(ann) is not None:           # one derivation, not absorbed
-                return stored | ann, ann
-            return stored | ann, bdd.monotone_diff(ann, stored)
-        names = ann.names if isinstance(ann, Zeroing) else frozenset(bdd.support(ann))
+                return old | ann, ann
+            return old | ann, bdd.monotone_diff(ann, old)
+        names = ann.names if isinstance(ann, Zeroing) else self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
         if stored is None:
             return None, NO_FIRE
         new = ctx.restrict(stored)
-        if new == stored:
+        if new is stored or (type(stored) is not tuple and new == stored):
             return stored, NO_FIRE
+        gone = _is_false(bdd, new)
         if ctx.minship:        # MinShip names what is dead in what it shipped (ship_attach)
-            return (None if new == bdd.false else new), Zeroing(names)
+            return (None if gone else new), Zeroing(names)
         hit = self.ship_dead_names(ctx, stored)
-        return (None if new == bdd.false else new), Zeroing(hit, stored & ~new)
+        old = as_function(bdd, stored)
+        return (None if gone else new), Zeroing(hit, old & ~as_function(bdd, new))
 
     def derive(self, ctx, sign: int, head, parts: list, delta_pos: int) -> Iterable:
         """Insertion: the AND of the body's provenance (delta at ``delta_pos``), if not
@@ -338,18 +456,28 @@ class AbsorptionScheme(AnnotationScheme):
         under MinShip always, as MinShip applies that filter per destination
         (:meth:`ship_attach`)."""
         if sign > 0:
-            acc = ctx.bdd.and_all([p[2] for p in parts])
+            acc = None
+            for p in parts:
+                a = p[2]
+                if type(a) is not tuple:
+                    break
+                acc = a if acc is None else _union(acc, a)
+            else:                                        # single derivations: a union
+                return (acc,)
+            bdd = ctx.bdd
+            acc = bdd.and_all([as_function(bdd, p[2]) for p in parts])
             # stored and shipped provenance is positive and not false, so its AND is not
             # false either (all variables true satisfies it); checked once, not per part
-            return () if acc == ctx.bdd.false else (acc,)
+            return () if acc == bdd.false else (acc,)
         z = parts[delta_pos][2]
         if ctx.minship:               # MinShip filters by what it shipped (ship_attach)
             return (z,)
-        acc = z.lost if z.lost is not None else ctx.bdd.true
+        bdd = ctx.bdd
+        acc = z.lost if z.lost is not None else bdd.true
         for j, (_, _, value) in enumerate(parts):
             if j != delta_pos:
-                acc = acc & value
-                if acc == ctx.bdd.false:
+                acc = _and(bdd, acc, value)
+                if _is_false(bdd, acc):
                     return ()
         return (Zeroing(z.names, acc),)
 
@@ -364,12 +492,18 @@ class AbsorptionScheme(AnnotationScheme):
                     (insertion_id(v) if insertion_id(v) is not None else v
                      for v in ann.names), key=_name_key)]
             return wire
+        if type(ann) is tuple:                            # a chain of its variables
+            return ctx.bdd._chain_form(ann[::-1])
         return ctx.bdd.serialize(ann)
 
     def deserialize(self, ctx, data):
         if data is not None and len(data) == 1:
             return Zeroing(frozenset(var_name(v) if isinstance(v, int) else v
                                      for v in data[0]))
+        cube = _wire_cube(data)
+        if cube is not None:                              # one derivation: no BDD built
+            zids = ctx.zids
+            return ctx.bdd.false if zids and not zids.isdisjoint(cube) else cube
         return ctx.bdd.deserialize(data, zeroed=ctx.zeroed)
 
     # -- shipping algebra (MinShip, psn.engine.minship; Liu Sec. 5) ----------------------
@@ -443,7 +577,7 @@ class AbsorptionScheme(AnnotationScheme):
                     sets.append(_ids_tuple(bdd.cube_ids(g)))
             return None if not fs else fs[0] if len(fs) == 1 else Alternatives(fs, sets)
         f = zero_by(bdd, f, cube, ids)
-        return None if f == false else f
+        return None if _is_false(bdd, f) else f
 
     def ship_absorbs(self, ctx, have, new) -> bool:
         """True if ``new`` adds no derivation to ``have`` (``new → have``). Against an
@@ -452,15 +586,20 @@ class AbsorptionScheme(AnnotationScheme):
         meets: it implies an OR of monotone functions iff it implies one of them) and
         only sufficient otherwise (the buffer then keeps a redundant entry)."""
         bdd = ctx.bdd
+        mine = set(new) if type(new) is tuple else bdd.cube_ids(new)
         if type(have) is Alternatives:
-            mine = bdd.cube_ids(new)
             if mine is None:
-                return any(new <= h for h in have.fs)
+                return any(new <= as_function(bdd, h) for h in have.fs)
             for h, s in zip(have.fs, have.ids):
-                if mine.issuperset(s) if s is not None else (new <= h):
+                if mine.issuperset(s) if s is not None else (as_function(bdd, new) <= h):
                     return True
             return False
-        return bdd.implies(new, have)
+        if mine is None:
+            return new <= as_function(bdd, have)
+        theirs = have if type(have) is tuple else bdd.known_cube(have)
+        if theirs is not None:
+            return mine.issuperset(theirs)
+        return as_function(bdd, new) <= have
 
     def ship_merge(self, ctx, have, new):
         """Add the derivations ``new`` to the buffer ``have``: an :class:`Alternatives`
@@ -469,17 +608,18 @@ class AbsorptionScheme(AnnotationScheme):
         left after zeroing, and for one derivation). An :class:`Alternatives` ``have`` is
         extended in place and returned (MinShip replaces its record's buffer with the
         result either way)."""
-        ids = _ids_tuple(ctx.bdd.cube_ids(new))
+        ids = _ids_tuple(_cube_of(ctx.bdd, new))
         if type(have) is Alternatives:
             have.fs.append(new)
             have.ids.append(ids)
             return have
-        return Alternatives([have, new], [_ids_tuple(ctx.bdd.cube_ids(have)), ids])
+        return Alternatives([have, new], [_ids_tuple(_cube_of(ctx.bdd, have)), ids])
 
     def ship_value(self, ctx, have):
         """The provenance a buffer stands for: the OR of its alternatives."""
         if type(have) is Alternatives:
-            return ctx.bdd.disj(have.fs)
+            bdd = ctx.bdd
+            return bdd.disj(as_function(bdd, h) for h in have.fs)
         return have
 
     def ship_one(self, ctx, f):
@@ -488,16 +628,24 @@ class AbsorptionScheme(AnnotationScheme):
         (:meth:`~provenance.bdd.BDDContext.one_prime`). Lazy MinShip ships these."""
         if type(f) is Alternatives:
             f = f[0]
+        if type(f) is tuple:
+            return f
         return ctx.bdd.one_prime(f)
 
     def ship_diff(self, ctx, new, old):
         """The derivations of ``new`` not absorbed by ``old`` (monotone); None if none."""
-        d = ctx.bdd.monotone_diff(self.ship_value(ctx, new), old)
-        return None if d == ctx.bdd.false else d
+        bdd = ctx.bdd
+        d = bdd.monotone_diff(as_function(bdd, self.ship_value(ctx, new)),
+                              as_function(bdd, old))
+        return None if d == bdd.false else d
 
     def ship_zeroed_names(self, ctx, ann) -> frozenset:
         """The variables a deletion's annotation sets to false."""
-        return ann.names if isinstance(ann, Zeroing) else frozenset(ctx.bdd.support(ann))
+        if isinstance(ann, Zeroing):
+            return ann.names
+        if type(ann) is tuple:
+            return frozenset(map(var_name, ann))
+        return frozenset(ctx.bdd.support(ann))
 
     def ship_dead_names(self, ctx, f) -> frozenset:
         """The variables of ``f`` this node has seen zeroed.
@@ -509,9 +657,9 @@ class AbsorptionScheme(AnnotationScheme):
         156 µs with 8,000, for a 1,215-node BDD).
         """
         bdd = ctx.bdd
-        known = bdd.known_cube(f)                   # only x-variables: compare their ids
+        known = f if type(f) is tuple else bdd.known_cube(f)   # compare x-variable ids
         if known is not None:
-            return frozenset(var_name(i) for i in known & ctx.zids)
+            return frozenset(var_name(i) for i in ctx.zids.intersection(known))
         zeroed = ctx.zeroed
         if len(zeroed) <= 25 + bdd.num_vars // 50:
             return frozenset(v for v in zeroed if bdd.zero_all(f, bdd.var(v)) != f)
@@ -535,23 +683,49 @@ class AbsorptionScheme(AnnotationScheme):
         ``link(@a,b) ∧ link(@b,c) ∨ link(@a,c)`` (``psn run --why``); ``false`` if absent."""
         if stored is None:
             return "false"
-        return ctx.bdd.format(stored, lambda v: self.describe(v, loc))
+        return ctx.bdd.format(as_function(ctx.bdd, stored), lambda v: self.describe(v, loc))
 
     def minimal_sets(self, ctx, stored) -> list[frozenset]:
         """The minimal satisfying variable sets of a stored provenance (PosBool)."""
-        return [] if stored is None else ctx.bdd.minimal_sop(stored)
+        if stored is None:
+            return []
+        if type(stored) is tuple:                        # one derivation: itself
+            return [frozenset(map(var_name, stored))]
+        return ctx.bdd.minimal_sop(stored)
 
 
 def _hold(ctx: AbsorptionContext, fact, ann: Function) -> None:
     """Index ``fact`` under the variables of ``ann``, a derivation it gains
     (:attr:`AbsorptionContext.holders`)."""
-    ids = ctx.bdd.cube_ids(ann)
+    ids = _cube_of(ctx.bdd, ann)
     if ids is None:                     # not a conjunction of x-variables: ask its support
         ids = [insertion_id(v) if insertion_id(v) is not None else v
                for v in ctx.bdd.support(ann)]
     holders = ctx.holders
     for i in ids:
         holders[i].append(fact)
+
+
+def _cube_of(bdd: BDDContext, a) -> tuple | frozenset | None:
+    """The insertion ids of a single derivation (:data:`Cube` or BDD), else None."""
+    return a if type(a) is tuple else bdd.cube_ids(a)
+
+
+def _wire_cube(data) -> tuple | None:
+    """The :data:`Cube` a wire form stands for when it is the chain of a conjunction of
+    ``x``-variables (what lazy MinShip ships), else None (then the BDD is rebuilt, and a
+    malformed form raises :class:`~provenance.bdd.WireError` there)."""
+    try:
+        names, nodes, root = data
+        n = len(names)
+        if root != n << 1 or nodes != _chain_nodes(n):
+            return None
+    except (TypeError, ValueError):
+        return None
+    for x in names:
+        if type(x) is not int or x < 0:
+            return None
+    return cube(names)
 
 
 def _name_key(v):

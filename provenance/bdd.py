@@ -434,6 +434,27 @@ class BDDContext:
         ws = [wire.get(vi) for vi in taken]
         return frozenset(ws) if all(type(w) is int for w in ws) else None
 
+    def cube_function(self, ids: Iterable[int]) -> Function:
+        """The BDD of the conjunction of the variables ``x<i>`` for ``i`` in ``ids`` (one
+        derivation; ``true`` for none), declaring them on first use, and recorded as a
+        cube (:meth:`cube_ids`).
+
+        The inverse of :meth:`cube_ids`: the ``absorption`` scheme keeps a single
+        derivation as the set of its insertion ids and builds its BDD only when it is
+        combined with a formula that is not a single derivation. Built bottom up (by
+        decreasing id, the level order of a manager without reordering), so each AND
+        adds one node on top."""
+        ids = ids if type(ids) is frozenset else frozenset(ids)
+        by_wire = self._by_wire
+        f = self.true
+        for i in sorted(ids, reverse=True):
+            v = by_wire.get(i)
+            if v is None:
+                v = self._vars.get(var_name(i)) or self._declare(var_name(i), i)
+            f = v & f
+        self._note_cube(int(f), f, ids)
+        return f
+
     def known_cube(self, f: Function) -> frozenset | None:
         """:meth:`cube_ids` if already known (no walk), else None."""
         hit = self._csets.get(int(f))

@@ -213,6 +213,13 @@ class SimTransport:
         ``[(destination, update)]``, empty only when nothing is in flight. Each receiving
         node's batch is charged to its worker by the processing-time model.
         """
+        return [(dst, u) for dst, ups in self.poll_batches() for u in ups]
+
+    def poll_batches(self) -> list[tuple[Any, list]]:
+        """:meth:`poll` grouped by message, ``[(destination, [update, ...])]`` in arrival
+        order: the engine's fast path (``psn.engine.Network`` uses it when a transport has
+        it). On the 1,000-node run, flattening to one pair per update and regrouping cost
+        about a fifth of the set-semantics run (13 million updates)."""
         clock = self.clock
         while not self._arrived:
             if not self._in_flight:
@@ -225,14 +232,15 @@ class SimTransport:
                 clock.step()
         batch, self._arrived = self._arrived, []
         self.polls += 1
-        out = []
         per_node: dict = {}
+        total = 0
         for dst, updates in batch:
-            per_node[dst] = per_node.get(dst, 0) + len(updates)
-            out.extend((dst, u) for u in updates)
-        self._in_flight -= len(out)
+            n = len(updates)
+            per_node[dst] = per_node.get(dst, 0) + n
+            total += n
+        self._in_flight -= total
         self._charge(per_node)
-        return out
+        return batch
 
     # ------------------------------------------------------------------ driving
 

@@ -87,14 +87,21 @@ def _sound(got: dict, expected: dict) -> bool:
     return all(any(e <= s for e in expected[t]) for t, sets in got.items() for s in sets)
 
 
+def _support(net: Network, nid, f) -> set:
+    """The variables of a stored provenance (a single derivation or a BDD)."""
+    ctx = net.context_of(nid)
+    return ctx.bdd.support(net.scheme.function(ctx, f))
+
+
 def _dead_in_store(net: Network, dead: set) -> list:
     """Stored facts, at any node and of any predicate, whose provenance still has a
     deleted link's variable (a zeroing reaches every fact that holds it)."""
     bad = []
     for nid in net.nodes:
-        bdd = net.context_of(nid).bdd
+        ctx = net.context_of(nid)
         for pred, rows in net.node_state(nid).items():
-            bad += [(nid, pred, t) for t, f in rows.items() if bdd.support(f) & dead]
+            bad += [(nid, pred, t) for t, f in rows.items()
+                    if ctx.bdd.support(net.scheme.function(ctx, f)) & dead]
     return bad
 
 
@@ -163,7 +170,7 @@ def test_fig2_deleting_link_c_b(ship, delivery):
                                                    for s in sop) for t, sop in STEP4.items()}
     before = net.metrics["tuples_sent"]
     mentioned = sum(1 for nid in net.nodes for rows in net.node_state(nid).values()
-                    for f in rows.values() if "x4" in net.context_of(nid).bdd.support(f))
+                    for f in rows.values() if "x4" in _support(net, nid, f))
     net.delete("link", ("C", "B")).run()
     assert net.relations()["reachable"] == set(STEP4)
     sent = net.metrics["tuples_sent"] - before

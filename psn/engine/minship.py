@@ -182,9 +182,23 @@ class MinShip:
                     self._join_group(dst, pred, tup)
             items.append((dst, sign, pred, tup, ann))
         zeros: dict = {}                        # remote destination -> names to zero
+        records, dirty = self.records, self.dirty
+        absorbs, merge = scheme.ship_absorbs, scheme.ship_merge
         for dst, sign, pred, tup, ann in items:
             if sign > 0:
-                self._insert(scheme, ctx, dst, pred, tup, ann, res, dst != me)
+                key = (dst, pred, tup)
+                rec = records.get(key)
+                if rec is not None and rec[0] is not None:   # shipped: absorbed or buffered
+                    have = rec[1]
+                    if absorbs(ctx, have, ann):
+                        self.absorbed += 1
+                        continue
+                    rec[1] = merge(ctx, have, ann)
+                    dirty[key] = None
+                    self.buffered += 1
+                    self.pending += 1
+                    continue
+                self._insert(scheme, ctx, key, rec, ann, res, dst != me)
             else:
                 self._delete(scheme, ctx, dst, pred, tup, ann, res, touched,
                              zeros if dst != me else None)
@@ -241,11 +255,11 @@ class MinShip:
         if sel is not None and (dst, pred, tup) not in self.records:
             self.groups.setdefault((dst, pred, sel.key(tup)), {})[tup] = None
 
-    def _insert(self, scheme, ctx, dst, pred, tup, ann, res: list, remote: bool) -> None:
+    def _insert(self, scheme, ctx, key: tuple, rec, ann, res: list, remote: bool) -> None:
         # record = [S, H]: S shipped (None while held back by aggregate selection), H = S ∨ B;
-        # ann is already restricted by the zeroed variables (send)
-        key = (dst, pred, tup)
-        rec = self.records.get(key)
+        # ann is already restricted by the zeroed variables (send); rec is records[key]
+        # (send handles a shipped record's absorbed and buffered cases inline)
+        dst, pred, tup = key
         if rec is None:
             sel = self.selectors.get(pred) if remote else None
             if sel is not None:
@@ -263,16 +277,10 @@ class MinShip:
             if first is not ann and not scheme.equal(ctx, first, ann):
                 self.dirty[key] = None
             return
-        shipped, have = rec
-        if scheme.ship_absorbs(ctx, have, ann):
+        if scheme.ship_absorbs(ctx, rec[1], ann):  # held: accumulate, still not shipped
             self.absorbed += 1
-            return
-        rec[1] = scheme.ship_merge(ctx, have, ann)
-        if shipped is None:                      # held: accumulate, still not shipped
-            return
-        self.dirty[key] = None
-        self.buffered += 1
-        self.pending += 1
+        else:
+            rec[1] = scheme.ship_merge(ctx, rec[1], ann)
 
     # -- deletions -------------------------------------------------------------------------
     def _delete(self, scheme, ctx, dst, pred, tup, ann, res: list, touched: dict,
