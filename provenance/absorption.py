@@ -185,9 +185,9 @@ def _union(a: tuple, b: tuple) -> tuple:
         a, b = b, a
     if len(b) == 1:
         x = b[0]
-        i = bisect_left(a, x)
-        if i < len(a) and a[i] == x:
+        if x in a:
             return a
+        i = bisect_left(a, x)
         return a[:i] + b + a[i:]
     if not b:
         return a
@@ -456,6 +456,10 @@ class AbsorptionScheme(AnnotationScheme):
         under MinShip always, as MinShip applies that filter per destination
         (:meth:`ship_attach`)."""
         if sign > 0:
+            if len(parts) == 2:                          # the common shape of a rule
+                a, b = parts[0][2], parts[1][2]
+                if type(a) is tuple and type(b) is tuple:
+                    return (_union(a, b),)
             acc = None
             for p in parts:
                 a = p[2]
@@ -586,6 +590,11 @@ class AbsorptionScheme(AnnotationScheme):
         meets: it implies an OR of monotone functions iff it implies one of them) and
         only sufficient otherwise (the buffer then keeps a redundant entry)."""
         bdd = ctx.bdd
+        if type(new) is tuple:                   # one derivation (what lazy MinShip meets)
+            if type(have) is tuple:
+                return _subset(have, new)
+            if type(have) is Alternatives:
+                return _cube_absorbed(bdd, new, have)
         mine = set(new) if type(new) is tuple else bdd.cube_ids(new)
         if type(have) is Alternatives:
             if mine is None:
@@ -704,6 +713,23 @@ def _hold(ctx: AbsorptionContext, fact, ann: Function) -> None:
     holders = ctx.holders
     for i in ids:
         holders[i].append(fact)
+
+
+def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
+    """True if the :data:`Cube` ``new`` implies one alternative of ``have``: a subset test
+    against each single derivation no longer than ``new`` (only those can be subsets)."""
+    n = len(new)
+    mine = None
+    for h, s in zip(have.fs, have.ids):
+        if s is None:
+            if as_function(bdd, new) <= h:
+                return True
+        elif len(s) <= n:
+            if mine is None:
+                mine = set(new)
+            if mine.issuperset(s):
+                return True
+    return False
 
 
 def _cube_of(bdd: BDDContext, a) -> tuple | frozenset | None:

@@ -2,17 +2,24 @@
 
 Role: a context manager, :func:`relaxed_gc`, that the drivers (``Network.run``, the Ray
 shard's local loop) wrap around their delivery loops. The engine allocates millions of
-short-lived, acyclic objects (updates, tuples, BDD handles); CPython's cyclic collector
-then runs its young-generation pass every 700 allocations and, every so often, a full pass
-over the whole (large, long-lived) node state, which costs 20-30% of a run. Inside the
-block, the objects that existed before it are frozen (``gc.freeze``: never scanned) and the
-young-generation threshold is raised; on leaving, both are restored, so cycles made inside
-are still collected afterwards. If something else has frozen objects already, the block
-leaves them frozen and only raises the threshold.
+objects, short-lived or part of the growing node state, and almost none of them in
+cycles; CPython's cyclic collector still traverses every container that survives a
+collection, so on a large run it spends a third of the time finding nothing. Inside the
+block, the objects that existed before it are frozen (``gc.freeze``: never scanned) and
+the collector is paused; on leaving, it runs again and the block's objects join the old
+generation unscanned, so cycles made inside are collected by a later full collection.
+If something else has frozen objects already, the block leaves them frozen.
 
-Measured (reachable, 100 nodes, 400 links, in-memory, one worker per node, the machine of
-``bench/bench_provenance.py``, 2026-11-26, before the absorption fast paths): ``set``
-0.88 s -> 0.51 s, ``absorption`` lazy 5.9 s -> 4.2 s.
+Measured on the 2-core Xeon of the issue notes, 2026-11-26:
+
+* reachable, 300-node dense transit-stub, absorption lazy: 186 collections in the run,
+  2.5 s of a 12.5 s run, 36 objects collected; run 9.5 s with the collector paused;
+* the same on 1,000 nodes (``bench/bench_sim.py``'s third row): 161 s with the young
+  threshold raised to 100,000 (the previous policy), 112 s with the collector off for
+  the whole process, 103 s with this block; peak memory the same (4.6 GiB), so the
+  run makes no garbage worth collecting;
+* earlier, raising the young threshold alone (100 nodes, 400 links, before the
+  absorption fast paths): ``set`` 0.88 s -> 0.51 s, ``absorption`` lazy 5.9 s -> 4.2 s.
 
 Deliberately not here: anything that changes results. Collection timing is invisible to
 the engine (its state has no finalizers or weak references; the one finalizer nearby,
@@ -25,25 +32,21 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 
-__all__ = ["relaxed_gc", "YOUNG_THRESHOLD"]
-
-#: Allocations between two young-generation collections inside :func:`relaxed_gc`
-#: (CPython's default is 700).
-YOUNG_THRESHOLD = 100_000
+__all__ = ["relaxed_gc"]
 
 _depth = 0
 
 
 @contextmanager
-def relaxed_gc(threshold: int = YOUNG_THRESHOLD):
-    """Freeze the existing heap and collect the young generation rarely, for the block.
+def relaxed_gc():
+    """Freeze the existing heap and pause the cyclic collector for the block.
 
-    Re-entrant: only the outermost block freezes and restores.
-
-    Parameters
-    ----------
-    threshold:
-        Young-generation threshold inside the block.
+    On leaving, the collector is enabled again and the objects made inside join the old
+    generation without being scanned (``gc.freeze`` then ``gc.unfreeze``), where a later
+    full collection examines them like any other long-lived object: cycles made inside are
+    collected then, not lost. Re-entrant: only the outermost block acts. If something else
+    has frozen objects already, the block leaves them frozen and only pauses the collector
+    (the next young collection then scans what the block made, once).
     """
     global _depth
     if _depth or not gc.isenabled():
@@ -53,18 +56,18 @@ def relaxed_gc(threshold: int = YOUNG_THRESHOLD):
         finally:
             _depth -= 1
         return
-    old = gc.get_threshold()
     # objects someone else froze (e.g. before forking workers) stay as they were: the
-    # block then only raises the threshold, since unfreezing would undo their freeze
+    # block then only pauses the collector, since unfreezing would undo their freeze
     freeze = gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
-    gc.set_threshold(threshold, *old[1:])
+    gc.disable()
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
-        gc.set_threshold(*old)
         if freeze:
+            gc.freeze()
             gc.unfreeze()
+        gc.enable()

@@ -168,40 +168,53 @@ class MinShip:
     def send(self, node, out: list) -> list:
         """Filter one step's ``[(destination, update)]`` (Liu Alg. 3, per destination)."""
         scheme, ctx = node.scheme, node.ctx
+        me = node.id
+        restrict = scheme.ship_restrict
+        if self.selectors:                     # every new fact joins its group first
+            out = self._restrict_and_group(scheme, ctx, me, out)
+            restrict = None
         res: list = []
         touched: dict[tuple, None] = {}
-        me = node.id
-        items = []
-        for dst, upd in out:
-            sign, pred, tup, ann = upd
-            if sign > 0:
-                ann = scheme.ship_restrict(ctx, ann)
-                if ann is None:
-                    continue
-                if self.selectors and dst != me:
-                    self._join_group(dst, pred, tup)
-            items.append((dst, sign, pred, tup, ann))
         zeros: dict = {}                        # remote destination -> names to zero
         records, dirty = self.records, self.dirty
-        absorbs, merge = scheme.ship_absorbs, scheme.ship_merge
-        for dst, sign, pred, tup, ann in items:
-            if sign > 0:
-                key = (dst, pred, tup)
-                rec = records.get(key)
-                if rec is not None and rec[0] is not None:   # shipped: absorbed or buffered
-                    have = rec[1]
-                    if absorbs(ctx, have, ann):
-                        self.absorbed += 1
-                        continue
-                    rec[1] = merge(ctx, have, ann)
-                    dirty[key] = None
-                    self.buffered += 1
-                    self.pending += 1
-                    continue
-                self._insert(scheme, ctx, key, rec, ann, res, dst != me)
-            else:
+        absorbs, merge, one = scheme.ship_absorbs, scheme.ship_merge, scheme.ship_one
+        plain = self.mode == "lazy" and not self.selectors
+        shipped = absorbed = buffered = 0
+        for item in out:
+            dst, upd = item
+            sign, pred, tup, ann = upd
+            if sign < 0:
                 self._delete(scheme, ctx, dst, pred, tup, ann, res, touched,
                              zeros if dst != me else None)
+                continue
+            if restrict is not None:
+                ann = restrict(ctx, ann)
+                if ann is None:
+                    continue
+            key = (dst, pred, tup)
+            rec = records.get(key)
+            if rec is None:
+                if not plain:                   # eager, or aggregate selection
+                    self._insert(scheme, ctx, key, rec, ann, res, dst != me)
+                    continue
+                first = one(ctx, ann)           # lazy: ship one derivation at once
+                records[key] = [first, ann]
+                res.append(item if first is upd[3] else (dst, (1, pred, tup, first)))
+                shipped += 1
+                if first is not ann and not scheme.equal(ctx, first, ann):
+                    dirty[key] = None
+            elif rec[0] is None:                # held by aggregate selection
+                self._insert(scheme, ctx, key, rec, ann, res, dst != me)
+            elif absorbs(ctx, rec[1], ann):
+                absorbed += 1
+            else:                               # buffered: an alternative
+                rec[1] = merge(ctx, rec[1], ann)
+                dirty[key] = None
+                buffered += 1
+        self.shipped_insertions += shipped
+        self.absorbed += absorbed
+        self.buffered += buffered
+        self.pending += buffered
         for gk in touched:
             self._release(scheme, ctx, gk, res)
         for dst, names in zeros.items():        # after the alternatives, as Liu's lazy
@@ -210,6 +223,23 @@ class MinShip:
         if self.mode == "eager" and self.pending >= self.window:
             res.extend(self.flush(node))
         return res
+
+    def _restrict_and_group(self, scheme, ctx, me, out: list) -> list:
+        """``out`` with insertions restricted by the zeroed variables (dropped when nothing
+        is left), after every new fact towards another node joined its aggregate-selection
+        group (:meth:`_join_group`)."""
+        items = []
+        for dst, upd in out:
+            sign, pred, tup, ann = upd
+            if sign > 0:
+                ann = scheme.ship_restrict(ctx, ann)
+                if ann is None:
+                    continue
+                if dst != me:
+                    self._join_group(dst, pred, tup)
+                upd = (sign, pred, tup, ann)
+            items.append((dst, upd))
+        return items
 
     def flush(self, node) -> list:
         """End of stream: eager ships every buffer; lazy ships nothing (see the module
