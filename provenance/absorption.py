@@ -46,16 +46,17 @@ that BDD written down without the manager; it is built in CUDD
 (:meth:`~provenance.bdd.BDDContext.cube_function`) only when it meets a formula that is not
 a single derivation: an OR of two derivations neither of which absorbs the other, a
 comparison with such a BDD, minimal SOP. A join of cubes is the union of their ids,
-absorption between cubes a subset test, zeroing one a disjointness test, its wire form the
-chain form :meth:`~provenance.bdd.BDDContext.serialize` gives the same conjunction, and a
-received chain of ``x``-variables is read back as a cube. Reachable on the 1,000-node dense
-transit-stub topology, lazy, all links inserted (``bench/bench_sim.py``, 2026-11-26): no BDD
-is built at all, 501 s -> 170 s wall and 6,500 -> 4,683 MiB peak, with the same traffic
-(with a frozenset instead of a tuple the run passed 10 GiB before I stopped it: a
-frozenset of 8 ints is 728 bytes, a tuple 120). The values are opaque to the engine: combine them with the scheme's ``join`` and
-``combine``, and read them with :meth:`AbsorptionScheme.function`,
+absorption between cubes a subset test, zeroing one a disjointness test; its wire form is
+the chain form :meth:`~provenance.bdd.BDDContext.serialize` gives the same conjunction
+(the same bytes), and a received chain of ``x``-variables is read back as a cube, in any
+manager. Reachable on the 1,000-node dense transit-stub topology, lazy, all links inserted
+(``bench/bench_sim.py``, 2026-11-26): no BDD is built at all; 501 s -> 170 s wall and
+6,500 -> 4,683 MiB peak, with the same traffic. Tuples, not frozensets: a frozenset of 8
+ints is 728 bytes, a tuple 120, and with frozensets that run passed 10 GiB and was stopped.
+The values are opaque to the engine: combine them with the scheme's ``join`` and
+``combine`` and read them with :meth:`AbsorptionScheme.function`,
 :meth:`~AbsorptionScheme.minimal_sets` or :meth:`~AbsorptionScheme.explain` (``&`` on two
-cubes would be a tuple error, not an AND).
+cubes is a ``TypeError``, not an AND).
 
 Aggregate results (RUNTIME.md Sec. 4, maintained by the engine's operator) get a fresh
 variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
@@ -240,12 +241,14 @@ def zero_by(bdd: BDDContext, f, cube: Function, ids):
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "zcube", "zids", "node", "minship", "holders",
-                 "_agg_live", "_agg_next")
+    __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
+                 "holders", "_agg_live", "_agg_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
         self.zeroed = ZeroSet()
+        #: ``bool(zeroed)``, as a plain attribute: it is asked for every update shipped.
+        self.any_zeroed = False
         #: The conjunction of the zeroed variables, kept in step with ``zeroed``: zeroing a
         #: provenance is then one CUDD call (:meth:`~provenance.bdd.BDDContext.zero_all`).
         self.zcube: Function = bdd.true
@@ -271,6 +274,7 @@ class AbsorptionContext:
     def add_zeroed(self, names) -> None:
         """Remember ``names`` as zeroed at this node."""
         for name in self.zeroed.add(names):
+            self.any_zeroed = True
             self.zcube = self.zcube & self.bdd.var(name)
             i = insertion_id(name)
             if i is not None:
@@ -556,6 +560,8 @@ class AbsorptionScheme(AnnotationScheme):
     def ship_restrict(self, ctx, f, names=()):
         """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
         variables (and ``names``) false; None if nothing is left."""
+        if not names and not ctx.any_zeroed:
+            return f
         bdd = ctx.bdd
         zeroed = ctx.zeroed
         extra = [v for v in names if v not in zeroed] if names else ()
@@ -617,7 +623,7 @@ class AbsorptionScheme(AnnotationScheme):
         left after zeroing, and for one derivation). An :class:`Alternatives` ``have`` is
         extended in place and returned (MinShip replaces its record's buffer with the
         result either way)."""
-        ids = _ids_tuple(_cube_of(ctx.bdd, new))
+        ids = new if type(new) is tuple else _ids_tuple(ctx.bdd.cube_ids(new))
         if type(have) is Alternatives:
             have.fs.append(new)
             have.ids.append(ids)
@@ -718,13 +724,15 @@ def _hold(ctx: AbsorptionContext, fact, ann: Function) -> None:
 def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
     """True if the :data:`Cube` ``new`` implies one alternative of ``have``: a subset test
     against each single derivation no longer than ``new`` (only those can be subsets)."""
+    ids = have.ids
+    if None in ids:                         # some alternative is not a single derivation
+        f = as_function(bdd, new)
+        return any(set(new).issuperset(s) if s is not None else f <= h
+                   for h, s in zip(have.fs, ids))
     n = len(new)
     mine = None
-    for h, s in zip(have.fs, have.ids):
-        if s is None:
-            if as_function(bdd, new) <= h:
-                return True
-        elif len(s) <= n:
+    for s in ids:
+        if len(s) <= n:
             if mine is None:
                 mine = set(new)
             if mine.issuperset(s):
@@ -744,7 +752,7 @@ def _wire_cube(data) -> tuple | None:
     try:
         names, nodes, root = data
         n = len(names)
-        if root != n << 1 or nodes != _chain_nodes(n):
+        if root != n << 1 or list(nodes) != _chain_nodes(n):   # msgpack gives tuples
             return None
     except (TypeError, ValueError):
         return None

@@ -739,7 +739,7 @@ class BDDContext:
             r = fns[root >> 1]
             r = ~r if root & 1 else r
             n = len(names)
-            if (n and root == n << 1 and None not in vs and nodes == _chain_nodes(n)
+            if (n and root == n << 1 and None not in vs and list(nodes) == _chain_nodes(n)
                     and all(type(x) is int for x in names)):
                 self._note_cube(int(r), r, frozenset(names))   # a single derivation
             return r

@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import msgpack
 import pytest
 
 import psn
 from graphs import random_links
 from psn.engine import Network
-from provenance import get_scheme
+from provenance import NO_FIRE, get_scheme
 from provenance.absorption import AbsorptionScheme, Zeroing
 from provenance.bdd import var_name
 from provenance.posbool import POSBOOL, PosBool, evaluate_annotated
@@ -303,3 +304,61 @@ def test_dead_names_are_the_zeroed_variables_in_the_support(seed):
             assert scheme.ship_dead_names(ctx, f) == want
             seen.add(bool(want))
         assert seen == {True, False}
+
+
+def _as_bdd(scheme, ctx, a):
+    """A provenance value as a BDD, whatever its representation."""
+    return scheme.function(ctx, a)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cubes_and_their_bdds_agree_in_every_operation(seed):
+    """A single derivation kept as a Cube (sorted insertion ids) behaves exactly as its
+    BDD: join, combine, pick (absorbed or not, against a cube or a BDD), zeroing, wire
+    form and its bytes, minimal sets; a received chain of x-variables is a cube again."""
+    scheme = AbsorptionScheme()
+    shared = scheme.shared_context()
+    ctx = scheme.context("n", shared)
+    bdd = shared
+    rng = random.Random(seed)
+    for _ in range(40):
+        a = tuple(sorted(rng.sample(range(8), rng.randint(1, 4))))
+        b = tuple(sorted(rng.sample(range(8), rng.randint(1, 4))))
+        fa, fb = _as_bdd(scheme, ctx, a), _as_bdd(scheme, ctx, b)
+        assert scheme.join(ctx, a, b) == tuple(sorted(set(a) | set(b)))
+        assert _as_bdd(scheme, ctx, scheme.join(ctx, a, b)) == fa & fb
+        assert _as_bdd(scheme, ctx, scheme.combine(ctx, a, b)) == fa | fb
+        assert scheme.equal(ctx, a, fa) and scheme.equal(ctx, fa, a)
+        # pick of a cube against a stored cube and against the same stored BDD
+        for stored in (b, fb, fb | bdd.var(var_name(9))):
+            new, fired = scheme.pick(ctx, ("r", (1,)), stored, 1, a)
+            absorbed = fa <= _as_bdd(scheme, ctx, stored)
+            assert (fired is NO_FIRE) == absorbed
+            assert _as_bdd(scheme, ctx, new) == _as_bdd(scheme, ctx, stored) | fa
+        wire = scheme.serialize(ctx, a)
+        theirs = shared.serialize(fa)                   # the BDD's own wire form
+        assert sorted(wire[0]) == sorted(theirs[0]) and wire[1:] == theirs[1:]
+        assert len(msgpack.packb(wire)) == len(msgpack.packb(theirs))
+        other = scheme.context("m", scheme.shared_context())
+        assert scheme.deserialize(other, msgpack.unpackb(msgpack.packb(wire),
+                                                          use_list=False)) == a
+        assert scheme.minimal_sets(ctx, a) == shared.minimal_sop(fa)
+    dead = scheme.context("d", shared)
+    dead.add_zeroed([var_name(3)])
+    assert scheme.ship_restrict(dead, (1, 3)) is None
+    assert scheme.ship_restrict(dead, (1, 2)) == (1, 2)
+    assert scheme.is_zero(dead, scheme.deserialize(dead, scheme.serialize(ctx, (1, 3))))
+    assert scheme.ship_dead_names(dead, (1, 3, 5)) == {var_name(3)}
+
+
+def test_a_malformed_chain_is_still_a_wire_error():
+    """A wire form that looks like a chain but names a negative id or a bool is not read
+    as a cube: the BDD reader rejects it with a WireError naming the problem."""
+    from provenance.bdd import WireError
+    scheme = AbsorptionScheme()
+    ctx = scheme.context("n", scheme.shared_context())
+    for names in ([-1], [True], [2, -5]):
+        n = len(names)
+        chain = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
+        with pytest.raises(WireError):
+            scheme.deserialize(ctx, [names, chain, n << 1])

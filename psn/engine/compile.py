@@ -279,9 +279,9 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
             h = head_fn(env)
             cell[1].append((central if loc is None else h[loc], (cell[0], hpred, h, fixed)))
 
-    # Build the chain backwards: each step calls the next.
+    # Build the chain backwards: each step calls the next; the delta atom's step is fire.
     nxt = finish
-    first = None
+    fire = None
     for k in range(len(steps) - 1, -1, -1):
         kind, x, data = steps[k]
         if kind == "assign":
@@ -289,17 +289,11 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
         elif kind == "test":
             nxt = _test_step(x, nxt)
         elif kind == "delta":
-            first = _delta_step(data, nxt, parts[x] if uses_parts else None)
+            fire = _delta_step(data, nxt, parts[x] if uses_parts else None, cell,
+                               parts[delta])
         else:
             nxt = _atom_step(node, data, nxt, parts[x] if uses_parts else None, x < delta)
-    assert first is not None
-    delta_part = parts[delta]
-
-    def fire(sign, tup, ann, out):
-        cell[0] = sign
-        cell[1] = out
-        delta_part[2] = ann
-        first(tup, {})
+    assert fire is not None
     return fire
 
 
@@ -317,13 +311,20 @@ def _test_step(test, nxt):
     return check
 
 
-def _delta_step(match, nxt, part):
-    def start(tup, env):
+def _delta_step(match, nxt, part, cell, delta_part):
+    """``fire(sign, tuple, annotation, out)``: match the picked update's tuple against the
+    delta atom and run the rest of the chain (``cell`` holds the sign and output list the
+    chain's ``finish`` reads; ``delta_part`` the delta atom's (fact, value) part)."""
+    def fire(sign, tup, ann, out):
+        cell[0] = sign
+        cell[1] = out
+        delta_part[2] = ann
+        env = {}
         if match(tup, env):
             if part is not None:
                 part[1] = tup
             nxt(env)
-    return start
+    return fire
 
 
 def _atom_step(node, data, nxt, part, view_nu: bool):
