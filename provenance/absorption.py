@@ -77,13 +77,14 @@ issue notes): lazy MinShip ships conjunctions only, so the common cases are read
 down the BDD (wire form, support, one derivation, a cube's monotone difference); zeroing is
 one ``Cudd_bddUnivAbstract`` call on a per-node cube of the zeroed variables
 (:meth:`AbsorptionContext.restrict`) instead of ``support`` plus ``let``; MinShip's buffers
-are :class:`Alternatives` lists. A single derivation is known by the insertion ids of its
-variables (:meth:`~provenance.bdd.BDDContext.cube_ids`, filled in by the AND of a join), so
-absorption between derivations, zeroing one and its wire form are set operations. Reachable
+are :class:`Alternatives` lists. A single derivation is a :data:`Cube` (a BDD that is one
+is known by :meth:`~provenance.bdd.BDDContext.cube_ids`), so absorption between
+derivations, zeroing one and its wire form are set operations. Reachable
 on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.2-1.8 s,
 one link deletion median 461 ms -> 122 ms -> 52-71 ms (2026-11-25, and two sessions on
 2026-11-26, the last with the workers sharing one manager), then on a faster machine
-0.81-1.05 s and 29-38 ms with node-wide zeroings (``docs/provenance.md`` has the table).
+0.81-1.05 s and 29-38 ms with node-wide zeroings, and 0.48-0.54 s and 26-32 ms with
+:data:`Cube` values and the collector paused (``docs/provenance.md`` has the table).
 
 Deliberately not here: MinShip and aggregate selection (engine send/pick stages), the
 manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
