@@ -103,7 +103,7 @@ from .bdd import (BDDContext, Function, ZeroSet, _chain_nodes, format_fact, inse
                   var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
-           "cube", "as_function"]
+           "as_cube", "as_function"]
 
 #: A single derivation: the sorted tuple of the insertion ids of its variables, standing
 #: for the conjunction of ``x<i>`` (its BDD is a chain); ``()`` is ``true``.
@@ -175,7 +175,7 @@ def as_function(bdd: BDDContext, a) -> Function:
     return bdd.cube_function(a) if type(a) is tuple else a
 
 
-def cube(ids: Iterable[int]) -> tuple:
+def as_cube(ids: Iterable[int]) -> tuple:
     """The :data:`Cube` of the conjunction of ``x<i>`` for ``i`` in ``ids``."""
     return tuple(sorted(set(ids)))
 
@@ -380,7 +380,7 @@ class AbsorptionScheme(AnnotationScheme):
         """A random positive formula over ``x0..x5`` (law tests): a :data:`Cube` (one
         derivation) a third of the time, else a BDD (possibly a cube, true or false)."""
         if rng.random() < 1 / 3:
-            return cube(rng.sample(range(6), rng.randint(0, 3)))
+            return as_cube(rng.sample(range(6), rng.randint(0, 3)))
         names = [var_name(i) for i in range(6)]
         sets = [rng.sample(names, rng.randint(1, 3)) for _ in range(rng.randint(0, 3))]
         return ctx.bdd.from_sets(sets)
@@ -710,7 +710,7 @@ class AbsorptionScheme(AnnotationScheme):
         return ctx.bdd.minimal_sop(stored)
 
 
-def _hold(ctx: AbsorptionContext, fact, ann: Function) -> None:
+def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     """Index ``fact`` under the variables of ``ann``, a derivation it gains
     (:attr:`AbsorptionContext.holders`)."""
     ids = _cube_of(ctx.bdd, ann)
@@ -727,8 +727,8 @@ def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
     against each single derivation no longer than ``new`` (only those can be subsets)."""
     ids = have.ids
     if None in ids:                         # some alternative is not a single derivation
-        f = as_function(bdd, new)
-        return any(set(new).issuperset(s) if s is not None else f <= h
+        mine, f = set(new), as_function(bdd, new)
+        return any(mine.issuperset(s) if s is not None else f <= h
                    for h, s in zip(have.fs, ids))
     n = len(new)
     mine = None
@@ -760,7 +760,7 @@ def _wire_cube(data) -> tuple | None:
     for x in names:
         if type(x) is not int or x < 0:
             return None
-    return cube(names)
+    return as_cube(names)
 
 
 def _name_key(v):

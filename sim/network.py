@@ -218,8 +218,8 @@ class SimTransport:
     def poll_batches(self) -> list[tuple[Any, list]]:
         """:meth:`poll` grouped by message, ``[(destination, [update, ...])]`` in arrival
         order: the engine's fast path (``psn.engine.Network`` uses it when a transport has
-        it). On the 1,000-node run, flattening to one pair per update and regrouping cost
-        about a fifth of the set-semantics run (13 million updates)."""
+        it). Flattening to one pair per update and regrouping took about 19 s of a 176 s
+        cProfile run of the 1,000-node dense row with set semantics (13 million updates)."""
         clock = self.clock
         while not self._arrived:
             if not self._in_flight:

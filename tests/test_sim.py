@@ -129,6 +129,22 @@ def test_messages_leave_when_the_batch_is_processed():
     assert t == pytest.approx(2e-3 + 3 * 1e-3 + 0.005)  # batch cost, then latency
 
 
+def test_poll_batches_hands_out_whole_messages_and_poll_flattens_them():
+    """The engine's fast path: one ``(destination, updates)`` per message that arrived at
+    the instant, in arrival order; ``poll`` is the same updates one pair each."""
+    def run(method):
+        tr = SimTransport(diamond(), delivery="fifo")
+        tr.send(None, 0, [upd(1), upd(2)])
+        tr.send(None, 3, [upd(3)])
+        tr.send(None, 0, [upd(4)])
+        got = getattr(tr, method)()
+        return got, tr.in_flight()
+    batches, left = run("poll_batches")
+    assert batches == [(0, [upd(1), upd(2)]), (3, [upd(3)]), (0, [upd(4)])] and left == 0
+    flat, left = run("poll")
+    assert flat == [(d, u) for d, us in batches for u in us] and left == 0
+
+
 def test_a_worker_processes_its_nodes_one_after_another():
     place = Placement(mapping={0: "w", 1: "w", 2: "v", 3: "v"})
     tr = SimTransport(diamond(), delivery="fifo", placement=place,
