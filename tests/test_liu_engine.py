@@ -306,11 +306,6 @@ def test_dead_names_are_the_zeroed_variables_in_the_support(seed):
         assert seen == {True, False}
 
 
-def _as_bdd(scheme, ctx, a):
-    """A provenance value as a BDD, whatever its representation."""
-    return scheme.function(ctx, a)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_cubes_and_their_bdds_agree_in_every_operation(seed):
     """A single derivation kept as a Cube (sorted insertion ids) behaves exactly as its
@@ -324,17 +319,17 @@ def test_cubes_and_their_bdds_agree_in_every_operation(seed):
     for _ in range(40):
         a = tuple(sorted(rng.sample(range(8), rng.randint(1, 4))))
         b = tuple(sorted(rng.sample(range(8), rng.randint(1, 4))))
-        fa, fb = _as_bdd(scheme, ctx, a), _as_bdd(scheme, ctx, b)
+        fa, fb = scheme.function(ctx, a), scheme.function(ctx, b)
         assert scheme.join(ctx, a, b) == tuple(sorted(set(a) | set(b)))
-        assert _as_bdd(scheme, ctx, scheme.join(ctx, a, b)) == fa & fb
-        assert _as_bdd(scheme, ctx, scheme.combine(ctx, a, b)) == fa | fb
+        assert scheme.function(ctx, scheme.join(ctx, a, b)) == fa & fb
+        assert scheme.function(ctx, scheme.combine(ctx, a, b)) == fa | fb
         assert scheme.equal(ctx, a, fa) and scheme.equal(ctx, fa, a)
         # pick of a cube against a stored cube and against the same stored BDD
         for stored in (b, fb, fb | bdd.var(var_name(9))):
             new, fired = scheme.pick(ctx, ("r", (1,)), stored, 1, a)
-            absorbed = fa <= _as_bdd(scheme, ctx, stored)
+            absorbed = fa <= scheme.function(ctx, stored)
             assert (fired is NO_FIRE) == absorbed
-            assert _as_bdd(scheme, ctx, new) == _as_bdd(scheme, ctx, stored) | fa
+            assert scheme.function(ctx, new) == scheme.function(ctx, stored) | fa
         wire = scheme.serialize(ctx, a)
         theirs = shared.serialize(fa)                   # the BDD's own wire form
         assert sorted(wire[0]) == sorted(theirs[0]) and wire[1:] == theirs[1:]

@@ -98,10 +98,8 @@ def _dead_in_store(net: Network, dead: set) -> list:
     deleted link's variable (a zeroing reaches every fact that holds it)."""
     bad = []
     for nid in net.nodes:
-        ctx = net.context_of(nid)
         for pred, rows in net.node_state(nid).items():
-            bad += [(nid, pred, t) for t, f in rows.items()
-                    if ctx.bdd.support(net.scheme.function(ctx, f)) & dead]
+            bad += [(nid, pred, t) for t, f in rows.items() if _support(net, nid, f) & dead]
     return bad
 
 
