@@ -52,7 +52,7 @@ the chain form :meth:`~provenance.bdd.BDDContext.serialize` gives the same conju
 manager. Reachable on the 1,000-node dense transit-stub topology, lazy, all links inserted
 (``bench/bench_sim.py``, 2026-11-26): no BDD is built at all; 501 s -> 170 s wall and
 6,500 -> 4,683 MiB peak, with the same traffic. Tuples, not frozensets: a frozenset of 8
-ints is 728 bytes, a tuple 120, and with frozensets that run passed 10 GiB and was stopped.
+ints is 728 bytes, a tuple 104, and with frozensets that run passed 10 GiB and was stopped.
 The values are opaque to the engine: combine them with the scheme's ``join`` and
 ``combine`` and read them with :meth:`AbsorptionScheme.function`,
 :meth:`~AbsorptionScheme.minimal_sets` or :meth:`~AbsorptionScheme.explain` (``&`` on two
@@ -99,7 +99,7 @@ from typing import Any, Callable, Iterable
 from psn.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
-from .bdd import (BDDContext, Function, ZeroSet, _chain_nodes, format_fact, insertion_id,
+from .bdd import (BDDContext, Function, ZeroSet, chain_ids, format_fact, insertion_id,
                   var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
@@ -283,7 +283,7 @@ class AbsorptionContext:
 
     def restrict(self, f: Function) -> Function:
         """``f`` (monotone) with every variable this node has seen zeroed set to false."""
-        if not self.zeroed:
+        if not self.any_zeroed:
             return f
         return zero_by(self.bdd, f, self.zcube, self.zids)
 
@@ -509,10 +509,10 @@ class AbsorptionScheme(AnnotationScheme):
         if data is not None and len(data) == 1:
             return Zeroing(frozenset(var_name(v) if isinstance(v, int) else v
                                      for v in data[0]))
-        cube = _wire_cube(data)
-        if cube is not None:                              # one derivation: no BDD built
+        ids = chain_ids(data)
+        if ids is not None:                               # one derivation: no BDD built
             zids = ctx.zids
-            return ctx.bdd.false if zids and not zids.isdisjoint(cube) else cube
+            return ctx.bdd.false if zids and not zids.isdisjoint(ids) else as_cube(ids)
         return ctx.bdd.deserialize(data, zeroed=ctx.zeroed)
 
     # -- shipping algebra (MinShip, psn.engine.minship; Liu Sec. 5) ----------------------
@@ -744,23 +744,6 @@ def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
 def _cube_of(bdd: BDDContext, a) -> tuple | frozenset | None:
     """The insertion ids of a single derivation (:data:`Cube` or BDD), else None."""
     return a if type(a) is tuple else bdd.cube_ids(a)
-
-
-def _wire_cube(data) -> tuple | None:
-    """The :data:`Cube` a wire form stands for when it is the chain of a conjunction of
-    ``x``-variables (what lazy MinShip ships), else None (then the BDD is rebuilt, and a
-    malformed form raises :class:`~provenance.bdd.WireError` there)."""
-    try:
-        names, nodes, root = data
-        n = len(names)
-        if root != n << 1 or list(nodes) != _chain_nodes(n):   # msgpack gives tuples
-            return None
-    except (TypeError, ValueError):
-        return None
-    for x in names:
-        if type(x) is not int or x < 0:
-            return None
-    return as_cube(names)
 
 
 def _name_key(v):

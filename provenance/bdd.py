@@ -64,7 +64,7 @@ from psn.builtins import format_value
 
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
-    "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function",
+    "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function", "chain_ids",
 ]
 
 Function = _cudd.Function
@@ -225,6 +225,24 @@ def _chain_nodes(n: int) -> list[int]:
     if nodes is None:
         nodes = _CHAINS[n] = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
     return nodes
+
+
+def chain_ids(data) -> list[int] | None:
+    """The insertion ids named by a wire form that is the chain of a conjunction of
+    ``x``-variables (what :meth:`BDDContext.serialize` gives for one derivation), else
+    None, also for anything malformed (which :meth:`BDDContext.deserialize` then rejects).
+    msgpack hands arrays back as tuples, so the node list is compared as a list."""
+    try:
+        names, nodes, root = data
+        n = len(names)
+        if root != n << 1 or list(nodes) != _chain_nodes(n):
+            return None
+    except (TypeError, ValueError):
+        return None
+    for x in names:
+        if type(x) is not int or x < 0:
+            return None
+    return list(names)
 
 
 #: Managers of contexts that were collected, kept until no Function refers to them.
@@ -738,10 +756,10 @@ class BDDContext:
                 raise WireError("negative root reference")
             r = fns[root >> 1]
             r = ~r if root & 1 else r
-            n = len(names)
-            if (n and root == n << 1 and None not in vs and list(nodes) == _chain_nodes(n)
-                    and all(type(x) is int for x in names)):
-                self._note_cube(int(r), r, frozenset(names))   # a single derivation
+            if names and None not in vs:
+                ids = chain_ids(data)
+                if ids is not None:                            # a single derivation
+                    self._note_cube(int(r), r, frozenset(ids))
             return r
         except WireError:
             raise
