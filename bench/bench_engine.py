@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psn  # noqa: E402
-from psn.engine import Network  # noqa: E402
+from engine import Network  # noqa: E402
 
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).

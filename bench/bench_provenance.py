@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 import psn  # noqa: E402
 from bench.common import print_header, print_table  # noqa: E402
-from psn.engine import Network  # noqa: E402
-from psn.transport import Placement  # noqa: E402
+from engine import Network  # noqa: E402
+from engine.transport import Placement  # noqa: E402
 from provenance.absorption import AbsorptionScheme  # noqa: E402
 
 REACH = psn.load(ROOT / "examples" / "reachable.ndl")

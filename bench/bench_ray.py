@@ -4,7 +4,7 @@ Role: issue 7's figure. Reachability (Liu et al. Query 1) on the 100-node GT-ITM
 (``topologies.make("gtitm")``), with absorption provenance when that scheme is registered
 (with lazy MinShip when the engine offers it) and set semantics otherwise, evaluated by
 
-* the in-memory engine (:class:`psn.engine.Network`, random delivery, 4 workers by hash),
+* the in-memory engine (:class:`engine.Network`, random delivery, 4 workers by hash),
 * the simulator (:class:`sim.Simulation`, 4 workers by hash), when ``sim`` is importable,
 * :class:`psn.distributed.RayNetwork` on 1, 2 and 4 local Ray actors,
 
@@ -98,7 +98,7 @@ def main(argv=None) -> int:
                  f"{len(facts['link'])} links), annotation {annotation}",
                  "python bench/bench_ray.py " + " ".join(argv or sys.argv[1:]))
 
-    from psn.engine import Network
+    from engine import Network
     from psn.distributed.shard import ShardMap
     final = {"link": set(facts["link"]) - {t for b in bursts[1:] for _, _, t in b}}
     want = psn.evaluate(program, final)

@@ -28,7 +28,7 @@ def _annotation(requested: str):
     """The scheme to run: ``requested``, or for ``best`` absorption (registered, or its
     class while issue 5 lands) when the engine has MinShip, else set semantics."""
     from provenance import scheme_names
-    from psn.engine import Network
+    from engine import Network
     from sim.simulation import _accepts
     if requested != "best":
         return requested
@@ -49,8 +49,8 @@ def _preload() -> None:
     on this machine)."""
     import localize  # noqa: F401
     import provenance.absorption  # noqa: F401
-    import psn.engine.aggsel  # noqa: F401
-    import psn.engine.minship  # noqa: F401
+    import engine.aggsel  # noqa: F401
+    import engine.minship  # noqa: F401
 
 
 def _row(config: dict) -> list:

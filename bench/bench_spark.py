@@ -10,7 +10,7 @@ Topologies: ``topologies.make("ts100")`` (GT-ITM transit-stub, 100 nodes) for 10
 ``topologies.make("dense", nodes=N)`` (GT-ITM transit-stub variant) for other sizes; every
 link in both directions, cost = latency. Prints one row per (query, size): Spark time
 (the first row also shows the session start), Python time, result size, semi-naive rounds,
-and whether the two results agree (:func:`psn.check.compare_relations`).
+and whether the two results agree (:func:`ndlog.check.compare_relations`).
 Target (RUNTIME.md §7, issue 8): 100-node reachable under 30 s on ``local[2]`` including
 the session start.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psn
 import topologies
-from psn.check import compare_relations
+from ndlog.check import compare_relations
 
 from .common import print_header, print_table, timer
 

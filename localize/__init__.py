@@ -12,7 +12,7 @@ that look for the shape of the rules the user wrote (aggregate selection).
 
 Deliberately not here: evaluation (a localized program is run by the engine or by
 :func:`psn.evaluate`, which gives the same result relations as for the original program),
-printing (:mod:`psn.printer`), and the static checks of :mod:`psn.checks`, which the parser
+printing (:mod:`ndlog.printer`), and the static checks of :mod:`ndlog.checks`, which the parser
 runs before.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psn import ast as A
-from psn.errors import InputError
+from ndlog import ast as A
+from ndlog.errors import InputError
 
 from .analysis import plan_rule, show_location
 from .passes import PASSES, Event, unfold_hidden
@@ -89,7 +89,7 @@ class Explanation:
 
     def text(self) -> str:
         """One paragraph per input rule: kept as is, or which rules it became and why."""
-        from psn.printer import format_rule
+        from ndlog.printer import format_rule
         lines: list[str] = []
         if not self.original.distributed:
             return "the program is centralized (no '@'): nothing to localize"

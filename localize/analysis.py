@@ -6,20 +6,20 @@ location name another location (:func:`link_graph`), and, from those, the *plan*
 link-restricted rule (:func:`plan_rule`): the location the residual rule runs at, and the
 order in which the other locations are shipped to their neighbours, each step naming the link
 atom it travels along. A rule that cannot be localized is reported here, with the reason and
-the rule's position (:class:`~psn.errors.LocalizationError`).
+the rule's position (:class:`~ndlog.errors.LocalizationError`).
 
 Deliberately not here: building rules or programs (analyses never modify the program; the
 passes do), and any check that is not about locations (arity, safety and stratification are
-:mod:`psn.checks`).
+:mod:`ndlog.checks`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psn import ast as A
-from psn.builtins import format_value
-from psn.errors import LocalizationError
+from ndlog import ast as A
+from ndlog.builtins import format_value
+from ndlog.errors import LocalizationError
 
 __all__ = [
     "Location", "LinkEdge", "Step", "Plan",

@@ -25,7 +25,7 @@ Mirrors and auxiliary predicates are added to ``Program.hidden``. No ``materiali
 for them: they are derived, and lifetimes and keys apply to base tuples only.
 
 Deliberately not here: deciding whether and how a rule can be localized (that is
-:mod:`localize.analysis`) and printing (:mod:`psn.printer`).
+:mod:`localize.analysis`) and printing (:mod:`ndlog.printer`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from psn import ast as A
+from ndlog import ast as A
 
 from .analysis import Plan, Step, mirror_index, plan_rule, same_location, show_location
 
@@ -482,7 +482,7 @@ def _inline(use: A.Atom, definition: A.Rule, taken: set[str]) -> list[A.Literal]
 def unfold_hidden(program: A.Program) -> A.Program:
     """Inline every hidden predicate defined by one non-recursive rule into its uses, and
     drop its definition: the inverse of localization, for analyses that look for a shape in
-    the rules a user wrote (e.g. aggregate selection, :func:`psn.analysis.aggsel_candidates`,
+    the rules a user wrote (e.g. aggregate selection, :func:`ndlog.analysis.aggsel_candidates`,
     needs ``path`` to be directly recursive). Identical literals of a body are merged.
 
     Not part of :data:`PASSES`: the result is for reading, not for running distributed

@@ -52,7 +52,7 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
 
     Raises
     ------
-    psn.errors.InputError
+    ndlog.errors.InputError
         For an unknown name, listing the known ones.
     """
     if isinstance(name, AnnotationScheme):
@@ -61,7 +61,7 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
         _load_optional()
     factory = _REGISTRY.get(name)
     if factory is None:
-        from psn.errors import InputError
+        from ndlog.errors import InputError
         raise InputError(f"unknown annotation scheme '{name}'; known: "
                          f"{', '.join(scheme_names())}")
     return factory()

@@ -64,10 +64,10 @@ same tuple carries that variable (the context pairs the calls), so facts derived
 aggregate result are zeroed with it.
 
 Registered by name (``get_scheme("absorption")``) with lazy MinShip as its default
-shipping (:mod:`psn.engine.minship`); an :class:`AbsorptionScheme` built directly ships
+shipping (:mod:`engine.minship`); an :class:`AbsorptionScheme` built directly ships
 every derivation unless given ``ship="lazy"`` or ``"eager[:W]"`` (or the driver's ``ship=``).
 
-The ``ship_*`` methods are the shipping algebra :mod:`psn.engine.minship` uses (absorbed?,
+The ``ship_*`` methods are the shipping algebra :mod:`engine.minship` uses (absorbed?,
 restrict by zeroed variables, add to a buffer of alternatives and read its OR, monotone
 difference, one derivation of a provenance, the deletion annotation), so that the engine's
 stage never looks inside a BDD itself.
@@ -96,7 +96,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from typing import Any, Callable, Iterable
 
-from psn.builtins import format_value
+from ndlog.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
 from .bdd import (BDDContext, Function, ZeroSet, chain_ids, format_fact, insertion_id,
@@ -314,7 +314,7 @@ class AbsorptionScheme(AnnotationScheme):
         lazy MinShip (single derivations shipped) off is faster (see :func:`_registered`).
     ship:
         The MinShip mode the engine installs for this scheme when the driver asks for none
-        (``"lazy"``, ``"eager[:W]"``; :mod:`psn.engine.minship`); None ships every
+        (``"lazy"``, ``"eager[:W]"``; :mod:`engine.minship`); None ships every
         derivation (eager, W = 1, without MinShip's bookkeeping).
     """
 
@@ -328,7 +328,7 @@ class AbsorptionScheme(AnnotationScheme):
 
     def __init__(self, reorder: bool = True, ship: str | None = None):
         self.reorder = reorder
-        #: MinShip mode the engine installs when none is asked for (``psn.engine.minship``);
+        #: MinShip mode the engine installs when none is asked for (``engine.minship``);
         #: the registered scheme (``get_scheme("absorption")``) ships lazily.
         self.default_ship = ship
         self._facts: dict[str, tuple] = {}
@@ -515,7 +515,7 @@ class AbsorptionScheme(AnnotationScheme):
             return ctx.bdd.false if zids and not zids.isdisjoint(ids) else as_cube(ids)
         return ctx.bdd.deserialize(data, zeroed=ctx.zeroed)
 
-    # -- shipping algebra (MinShip, psn.engine.minship; Liu Sec. 5) ----------------------
+    # -- shipping algebra (MinShip, engine.minship; Liu Sec. 5) ----------------------
     def ship_attach(self, ctx) -> None:
         """A MinShip stage now sends the updates of ``ctx``'s node. MinShip forwards a
         derived deletion to a destination only if the derivation it shipped there depends
@@ -531,7 +531,7 @@ class AbsorptionScheme(AnnotationScheme):
         ctx.minship = True
 
     def zero_everywhere(self, ctx, ann, facts: Callable[[], Iterable]) -> list:
-        """A node-wide zeroing (:data:`psn.engine.node.EVERY_FACT`, sent by MinShip once
+        """A node-wide zeroing (:data:`engine.node.EVERY_FACT`, sent by MinShip once
         per destination and step instead of one deletion per fact): remember its
         variables as zeroed at this node and return the facts whose stored provenance
         may depend on them (the engine then picks the deletion ``ann`` for each fact it
@@ -764,6 +764,6 @@ def _registered() -> AbsorptionScheme:
 # this module held it back until MinShip existed: shipping every derivation grows
 # exponentially with the graph (reachable, random directed graphs with n nodes and 2n links,
 # every derivation shipped: n=25 16.9k tuples in 10.7 s; n=40 did not finish in 400 s).
-# The registered factory ships lazily (``psn.engine.minship``); ``AbsorptionScheme()``
+# The registered factory ships lazily (``engine.minship``); ``AbsorptionScheme()``
 # objects built directly still ship every derivation unless ``ship=`` is given.
 SCHEME = _registered

@@ -1,7 +1,7 @@
 """The annotation protocol: what an update carries and how annotations combine.
 
 Role: one strategy object per annotation scheme, handed to the PSN engine
-(:mod:`psn.engine`). The engine's loop (pick / fire / commit, Nigam et al. 2012, Fig. 2-3) never
+(:mod:`engine`). The engine's loop (pick / fire / commit, Nigam et al. 2012, Fig. 2-3) never
 looks inside an annotation; it asks the scheme. A scheme is an *algebra* plus a few *state
 transitions*:
 

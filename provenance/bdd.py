@@ -21,7 +21,7 @@ Manager policy (measured facts in RUNTIME.md Sec. 7):
 * ``initial_cache_size`` is lowered to 2**10: an empty manager costs ~0.1 MiB instead of
   ~8 MiB, which matters with one manager per worker and many workers per machine (the
   in-process driver shares one manager among its workers by default, see
-  ``psn.engine.Network(contexts=)``).
+  ``engine.Network(contexts=)``).
 * Dynamic reordering is **off** by default. Variables are kept in insertion-id order in every
   manager (a new ``x<i>`` is inserted at the level of its id among the declared ones), so all
   managers share one relative order: rebuilding a received BDD then follows the sender's
@@ -60,7 +60,7 @@ from typing import Callable, Iterable
 import msgpack
 import dd.cudd as _cudd
 
-from psn.builtins import format_value
+from ndlog.builtins import format_value
 
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",

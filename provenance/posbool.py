@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Generic, Iterable, Mapping, TypeVar
 
-from psn import ast as A
-from psn.errors import EvaluationError, NDlogSemanticError
-from psn.expr import compile_compare, compile_term
+from ndlog import ast as A
+from ndlog.errors import EvaluationError, NDlogSemanticError
+from ndlog.expr import compile_compare, compile_term
 
 __all__ = ["Antichain", "Semiring", "PosBool", "POSBOOL", "BDDSemiring", "minimize",
            "evaluate_annotated", "posbool_provenance"]

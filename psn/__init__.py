@@ -3,7 +3,7 @@
 Role: the public Python API. ``parse``/``load`` read NDlog (with static checks),
 ``evaluate`` runs the centralized reference evaluator, ``localize`` rewrites a distributed
 program so that every rule body lives at one node. The engine, transports and experiment
-tooling are reached through their own modules (``psn.engine``, ``sim``, ``topologies``).
+tooling are reached through their own modules (``engine``, ``sim``, ``topologies``).
 
 Deliberately not here: any heavy import. Ray and Spark are imported only by the modules that
 use them, so ``import psn`` stays fast.
@@ -11,9 +11,9 @@ use them, so ``import psn`` stays fast.
 
 from __future__ import annotations
 
-from .errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
+from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
                      NDlogSyntaxError, PSNError, Span)
-from .parser import load, parse
+from ndlog.parser import load, parse
 
 __all__ = [
     "parse", "load", "evaluate", "localize", "Network",
@@ -27,17 +27,17 @@ __version__ = "0.1.0"
 def evaluate(program, facts=None, **options):
     """Evaluate ``program`` centrally with synchronous semi-naive evaluation.
 
-    See :func:`psn.reference.evaluate` for parameters; returns ``dict[str, set[tuple]]``
+    See :func:`ndlog.reference.evaluate` for parameters; returns ``dict[str, set[tuple]]``
     for every non-hidden relation.
     """
-    from .reference import evaluate as _evaluate
+    from ndlog.reference import evaluate as _evaluate
     return _evaluate(program, facts, **options)
 
 
 def __getattr__(name):
     # the engine is imported on first use, so that ``import psn`` stays light
     if name == "Network":
-        from .engine import Network
+        from engine import Network
         return Network
     raise AttributeError(f"module 'psn' has no attribute {name!r}")
 

@@ -5,7 +5,7 @@ link latencies, with messages delayed, reordered and placed on workers, through 
 insertions, deletions, link flaps and sensor triggers, measured per node and per worker.
 
 - :mod:`sim.events`, :mod:`sim.clock`: the event queue and the virtual clock (the Clock
-  protocol of :mod:`psn.transport`);
+  protocol of :mod:`engine.transport`);
 - :mod:`sim.network`: :class:`SimTransport`, the Transport protocol on virtual time
   (latencies from the topology, delivery models, workers, processing time);
 - :mod:`sim.delivery`, :mod:`sim.placement`: delivery and processing-time models; nodes on
@@ -15,7 +15,7 @@ insertions, deletions, link flaps and sensor triggers, measured per node and per
 - :mod:`sim.simulation`: :class:`Simulation`, the Python API;
 - :mod:`sim.cli`: options and runner for ``psn run --engine sim``.
 
-Deliberately not here: the PSN iteration and annotations (``psn.engine``, ``provenance``), and
+Deliberately not here: the PSN iteration and annotations (``engine``, ``provenance``), and
 topology generation (``topologies``). The engine never imports this package.
 """
 

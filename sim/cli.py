@@ -16,13 +16,13 @@ Deliberately not here: parsing NDlog, building topologies (``topologies``), the 
 
 from __future__ import annotations
 
-from psn.check import reference_evaluator
+from psn.oracle import reference_evaluator
 
 import argparse
 import json
 import sys
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 from .workloads import SPEC_HELP
 
@@ -110,7 +110,7 @@ def topology_from_args(args: argparse.Namespace):
 
 def build_simulation(args: argparse.Namespace, program=None):
     """The :class:`~sim.simulation.Simulation` the flags describe."""
-    from psn.parser import load
+    from ndlog.parser import load
 
     from .delivery import parse_duration
     from .placement import parse_placement
@@ -141,7 +141,7 @@ def build_simulation(args: argparse.Namespace, program=None):
 
 def run_from_args(args: argparse.Namespace, program=None) -> int:
     """Run ``psn run --engine sim``; returns the exit status (1 if ``--check`` failed)."""
-    from psn.output import read_facts_files
+    from ndlog.output import read_facts_files
 
     sim = build_simulation(args, program)
     check = bool(getattr(args, "check", False))
@@ -154,12 +154,12 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
     sim.run_workload(getattr(args, "workload", None), check=check, progress=progress)
     bursts = getattr(args, "burst", []) or []
     if bursts:
-        from psn.engine.bursts import read_burst_file
+        from engine.bursts import read_burst_file
         for path in bursts:
             ins: dict = {}
             dels: dict = {}
             for item in read_burst_file(path):
-                from psn.engine import parse_update
+                from engine import parse_update
                 sign, pred, tup = parse_update(item)
                 (ins if sign > 0 else dels).setdefault(pred, []).append(tup)
             sim.step(insert=ins, delete=dels, label=f"burst {path}", check=check)
@@ -171,14 +171,14 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
                "steps": [s.summary() for s in sim.steps]}
         rels = _selected(sim, getattr(args, "relation", []))
         if rels is not None:
-            from psn.output import relations_to_json
+            from ndlog.output import relations_to_json
             doc["relations"] = relations_to_json(rels)
         print(json.dumps(doc, default=str))
     else:
         print_steps(sim)
         rels = _selected(sim, getattr(args, "relation", []))
         if rels is not None:
-            from psn.output import render_relations
+            from ndlog.output import render_relations
             print(render_relations(rels, "table"))
     for s in failed:
         print(f"check failed after step {s.index} ({s.label}):", file=sys.stderr)
@@ -189,7 +189,7 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
 
 
 def _selected(sim, names):
-    from psn.output import select_relations
+    from ndlog.output import select_relations
     return select_relations(sim.relations(), names) if names else None
 
 

@@ -22,7 +22,7 @@ __all__ = ["VirtualClock"]
 
 
 class VirtualClock:
-    """A discrete-event clock in simulated seconds (the Clock protocol of ``psn.transport``).
+    """A discrete-event clock in simulated seconds (the Clock protocol of ``engine.transport``).
 
     Parameters
     ----------

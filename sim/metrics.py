@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Hashable, Iterable
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 __all__ = ["Counters", "Tally", "StepResult", "write_json", "write_csv", "write_metrics",
            "TALLY_FIELDS", "STATE_FIELDS"]

@@ -1,6 +1,6 @@
-"""The simulated network: a Transport (``psn.transport``) that lives in virtual time.
+"""The simulated network: a Transport (``engine.transport``) that lives in virtual time.
 
-Role: :class:`SimTransport` is what :class:`psn.engine.Network` sends through when it runs in
+Role: :class:`SimTransport` is what :class:`engine.Network` sends through when it runs in
 the simulator. It implements the Transport protocol (``connect``, ``send``, ``poll``,
 ``in_flight``, ``clock``, ``placement``, ``metrics``) on a :class:`~sim.clock.VirtualClock`:
 
@@ -14,8 +14,8 @@ the simulator. It implements the Transport protocol (``connect``, ``send``, ``po
   node sends while processing leave when its batch is done;
 - :meth:`poll` advances virtual time to the next arrival (running every event due at that
   instant, soft-state expiries included) and hands out what arrived;
-- traffic is counted as serialized on the wire (``psn.wire`` through the engine's codec):
-  :class:`psn.transport.TrafficMetrics` like every transport, plus
+- traffic is counted as serialized on the wire (``engine.wire`` through the engine's codec):
+  :class:`engine.transport.TrafficMetrics` like every transport, plus
   :class:`sim.metrics.Counters` with the receiving side, updates processed and messages
   between two nodes of one worker counted apart (they cost no traffic).
 
@@ -30,7 +30,7 @@ import math
 import random
 from typing import Any, Callable, Hashable
 
-from psn.transport import TrafficMetrics
+from engine.transport import TrafficMetrics
 
 from .clock import VirtualClock
 from .delivery import Delivery, ProcessingModel, make_delivery
@@ -217,7 +217,7 @@ class SimTransport:
 
     def poll_batches(self) -> list[tuple[Any, list]]:
         """:meth:`poll` grouped by message, ``[(destination, [update, ...])]`` in arrival
-        order: the engine's fast path (``psn.engine.Network`` uses it when a transport has
+        order: the engine's fast path (``engine.Network`` uses it when a transport has
         it). Flattening to one pair per update and regrouping took about 19 s of a 176 s
         cProfile run of the 1,000-node dense row with set semantics (13 million updates)."""
         clock = self.clock

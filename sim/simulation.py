@@ -3,7 +3,7 @@
 Role: :class:`Simulation` puts the pieces together. It builds a
 :class:`~sim.network.SimTransport` on a :class:`~sim.clock.VirtualClock` from the topology,
 delivery model, placement and processing-time model, runs the engine
-(:class:`psn.engine.Network`) over it, expands a workload (:mod:`sim.workloads`) step by step,
+(:class:`engine.Network`) over it, expands a workload (:mod:`sim.workloads`) step by step,
 injects each step's burst, runs it to quiescence, turns soft state (``materialize`` with a
 finite lifetime) into scheduled deletions, measures each step (:mod:`sim.metrics`; Liu et al.
 Sec. 7.1) and, when asked, checks the result relations against the centralized reference
@@ -17,15 +17,15 @@ Example::
     for step in sim.run_workload("insert:0.5,1.0;delete-links:3", check=True):
         print(step.label, step.sim_time, step.traffic["bytes_sent"], step.check)
 
-Deliberately not here: the PSN iteration (``psn.engine``), annotation semantics
+Deliberately not here: the PSN iteration (``engine``), annotation semantics
 (``provenance``), the command line (:mod:`sim.cli`). Nothing here reads the wall clock
 except to report wall time.
 """
 
 from __future__ import annotations
 
-from psn import check
-from psn.check import reference_evaluator
+from ndlog.check import verdict
+from ndlog.reference import evaluate as _python_reference
 
 import math
 import random
@@ -53,12 +53,12 @@ def best_annotation() -> str:
 
 
 def _load_program(program):
-    import psn
+    import ndlog
     if isinstance(program, (str, Path)) and Path(str(program)).suffix == ".ndl" \
             and Path(str(program)).exists():
-        return psn.load(program)
+        return ndlog.load(program)
     if isinstance(program, str):
-        return psn.parse(program)
+        return ndlog.parse(program)
     return program
 
 
@@ -78,7 +78,7 @@ class Simulation:
     Parameters
     ----------
     program:
-        A :class:`psn.ast.Program`, NDlog text, or a ``.ndl`` path.
+        A :class:`ndlog.ast.Program`, NDlog text, or a ``.ndl`` path.
     topology:
         A :class:`topologies.Topology`, a topology name for :func:`topologies.make`, or a
         file for :func:`topologies.load`.
@@ -116,7 +116,7 @@ class Simulation:
         ``"multi"``, ``"single"``, ``None`` (off); ``"auto"`` (default) is ``"multi"`` for
         programs where it applies (shortest path), as the reference evaluator does.
     engine_options:
-        Passed to :class:`psn.engine.Network` (e.g. ``batch=False``).
+        Passed to :class:`engine.Network` (e.g. ``batch=False``).
     """
 
     def __init__(self, program, topology, *, annotation: Any = "best",
@@ -127,7 +127,7 @@ class Simulation:
                  roundtrip: bool = False, state_metrics: bool = True,
                  ship: str | None = None, aggsel: str | None = "auto",
                  engine_options: dict | None = None):
-        from psn.engine import Network
+        from engine import Network
         self.program = _load_program(program)
         self.topology = _load_topology(topology, seed)
         self.seed = seed
@@ -162,8 +162,8 @@ class Simulation:
         self.cost = cost
         self.state_metrics = state_metrics
         #: what :meth:`check` compares with: ``psn.evaluate`` unless set otherwise
-        #: (``psn.check.reference_evaluator("spark")`` for ``--check spark``)
-        self.reference = reference_evaluator("python")
+        #: (``psn.oracle.reference_evaluator("spark")`` for ``--check spark``)
+        self.reference = _python_reference
         arities = self.program.arities()
         self.link_arity = arities.get("link")
         self.uses = frozenset(self.program.predicates)
@@ -431,7 +431,7 @@ class Simulation:
 def state_figures(net, cache: dict | None = None) -> dict:
     """Per node ``{"tuples", "provenance_bytes", "state_bytes"}`` of an engine network.
 
-    ``provenance_bytes``: serialized size (msgpack, ``psn.wire``) of every stored
+    ``provenance_bytes``: serialized size (msgpack, ``engine.wire``) of every stored
     annotation occurrence (Liu Sec. 7.1 "per-tuple provenance overhead" is its ratio to
     ``tuples``); ``state_bytes``: that plus the msgpack size of every stored tuple (the
     "operator state"), hidden relations (localizer auxiliaries, aggregate inputs) included.
@@ -476,10 +476,10 @@ def state_figures(net, cache: dict | None = None) -> dict:
 def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
                       limit: int = 20) -> tuple[bool, list]:
     """Tuple-by-tuple comparison of two ``relation -> set`` maps (:meth:`Simulation.check`):
-    :func:`psn.check.verdict`. Only relations present in ``want`` are compared (base
+    :func:`ndlog.check.verdict`. Only relations present in ``want`` are compared (base
     relations the reference does not return are ignored); ``limit`` caps the diff list,
     not the verdict."""
-    return check.verdict(got, want, skip, limit)
+    return verdict(got, want, skip, limit)
 
 
 def _accepts(fn, name: str) -> bool:
@@ -494,7 +494,7 @@ def _accepts(fn, name: str) -> bool:
 
 def _aggsel_pruned(program) -> set[str]:
     try:
-        from psn.analysis import aggsel_candidates
+        from ndlog.analysis import aggsel_candidates
         return set(aggsel_candidates(program))
     except Exception:  # pragma: no cover - analysis unavailable
         return set()

@@ -31,7 +31,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 from .delivery import parse_duration
 
@@ -286,7 +286,7 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
 
     Raises
     ------
-    psn.errors.InputError
+    ndlog.errors.InputError
         Naming the offending phase.
     """
     if isinstance(spec, Workload):

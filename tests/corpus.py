@@ -10,8 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import ndlog
 import psn
-from psn.output import read_facts_file, relations_to_json
+from ndlog.output import read_facts_file, relations_to_json
 
 __all__ = ["CORPUS", "Case", "cases", "load_case", "from_json", "case_ids"]
 
@@ -22,7 +23,7 @@ CORPUS = Path(__file__).with_name("programs")
 class Case:
     name: str
     path: Path
-    program: "psn.ast.Program"
+    program: "ndlog.ast.Program"
     facts: dict[str, list[tuple]]
     expected: dict[str, set[tuple]]
 

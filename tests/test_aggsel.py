@@ -17,11 +17,11 @@ import pytest
 
 import psn
 from graphs import random_links
-from psn.engine import Network, prepare
-from psn.engine.aggsel import AggSelStage, Selector, selectors
-from psn.engine.minship import MinShip
-from psn.errors import InputError
-from psn.transport import Placement
+from engine import Network, prepare
+from engine.aggsel import AggSelStage, Selector, selectors
+from engine.minship import MinShip
+from ndlog.errors import InputError
+from engine.transport import Placement
 from provenance.absorption import AbsorptionScheme
 
 SP = psn.load(Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl")

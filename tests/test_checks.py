@@ -1,4 +1,4 @@
-"""The static checks of NDLOG.md (psn.checks) and the golden error corpus.
+"""The static checks of NDLOG.md (ndlog.checks) and the golden error corpus.
 
 Each check gets accepted and rejected programs; rejections are asserted on the error class,
 the position (line, column) and the words of the message that say what is wrong. The golden
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 import psn
-from psn import ast as A
-from psn.checks import CHECKS, bound_variables, check_program
-from psn.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
+from ndlog import ast as A
+from ndlog.checks import CHECKS, bound_variables, check_program
+from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS = Path(__file__).with_name("programs") / "errors"

@@ -13,8 +13,8 @@ import weakref
 import pytest
 
 import psn
-from psn.engine import CENTRAL, Network, Node, prepare, split_aggregates
-from psn.errors import InputError, LocalizationError
+from engine import CENTRAL, Network, Node, prepare, split_aggregates
+from ndlog.errors import InputError, LocalizationError
 
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).
@@ -324,8 +324,8 @@ def test_pick_and_send_stages_are_in_the_loop():
 def test_worker_hosts_exchange_batches(annotation):
     """Three hosts (a Ray-like deployment): traffic inside a worker is free, batches to other
     workers go as msgpack bytes; the union of the hosts' relations is the reference."""
-    from psn.engine import Ledger, WorkerHost
-    from psn.transport import Placement
+    from engine import Ledger, WorkerHost
+    from engine.transport import Placement
     rng = random.Random(21)
     links = _links(rng, 12, 18)
     prog = psn.parse(REACH)
@@ -365,7 +365,7 @@ def test_runs_are_deterministic_across_hash_seeds():
     import sys
     code = (
         "import json, psn\n"
-        "from psn.engine import Network\n"
+        "from engine import Network\n"
         f"net = Network({REACH!r}, {{'link': [('a','b'),('b','c'),('c','a'),('c','d')]}},"
         " delivery='random', seed=3).run()\n"
         "net.delete('link', ('c', 'a')).run()\n"
@@ -386,7 +386,7 @@ def test_relaxed_gc_restores_the_collector_and_nests():
     """The run loops' relaxed collection leaves the collector as it found it, also when
     blocks nest or raise, and keeps what the block made collectable afterwards."""
     import gc
-    from psn.gcpause import relaxed_gc
+    from engine.gcpause import relaxed_gc
     before = gc.get_threshold()
     with relaxed_gc():
         assert not gc.isenabled() and gc.get_freeze_count() > 0

@@ -6,7 +6,7 @@ Properties:
 - Programs from a small generator that are well formed by construction (arities fixed,
   variables bound, locations consistent, aggregates stratified) are accepted, with the
   statement counts they were generated with: the checks have no false positives there.
-- Every accepted program prints (psn.printer) to text that parses back to an equal AST.
+- Every accepted program prints (ndlog.printer) to text that parses back to an equal AST.
 
 Inputs: the reference programs of NDLOG.md and generated programs, mutated by deleting,
 inserting, duplicating and swapping characters and tokens, plus random token soup.
@@ -20,10 +20,11 @@ import re
 
 import pytest
 
+import ndlog
 import psn
-from psn.builtins import ARITY
-from psn.errors import PSNError
-from psn.printer import format_program
+from ndlog.builtins import ARITY
+from ndlog.errors import PSNError
+from ndlog.printer import format_program
 
 from test_checks import REACHABLE, REGION, SHORTEST_PATH
 
@@ -51,7 +52,7 @@ VOCAB = ["p", "q", "link", "X", "Y", "_", "@", "(", ")", "[", "]", ",", ".", ":-
 CHARS = "abXYZ_@()[],.:-=<>!+*/%\"\\ \n\t019#$é{}'"
 
 
-def parse_is_total(text: str) -> psn.ast.Program | PSNError:
+def parse_is_total(text: str) -> ndlog.ast.Program | PSNError:
     """Parse; a non-PSN exception propagates (and fails the test)."""
     try:
         return psn.parse(text, "fuzz.ndl")
@@ -66,7 +67,7 @@ def parse_is_total(text: str) -> psn.ast.Program | PSNError:
         return err
 
 
-def assert_round_trip(program: psn.ast.Program) -> None:
+def assert_round_trip(program: ndlog.ast.Program) -> None:
     text = format_program(program)
     try:
         again = psn.parse(text, "printed.ndl")

@@ -13,9 +13,10 @@ from pathlib import Path
 import msgpack
 import pytest
 
+import ndlog
 import psn
 from graphs import random_links
-from psn.engine import Network
+from engine import Network
 from provenance import NO_FIRE, get_scheme
 from provenance.absorption import AbsorptionScheme, Zeroing
 from provenance.bdd import var_name
@@ -279,7 +280,7 @@ def test_one_manager_per_process_or_per_worker_gives_the_same_run(roundtrip):
 
 
 def test_unknown_contexts_policy_is_an_input_error():
-    with pytest.raises(psn.errors.InputError, match="contexts policy 'machine'"):
+    with pytest.raises(ndlog.errors.InputError, match="contexts policy 'machine'"):
         Network(REACH, annotation="absorption", contexts="machine")
 
 

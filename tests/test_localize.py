@@ -13,10 +13,10 @@ import random
 import pytest
 
 import psn
-from psn import ast as A
-from psn.analysis import aggsel_candidates
-from psn.errors import InputError, LocalizationError
-from psn.printer import format_program, format_rule
+from ndlog import ast as A
+from ndlog.analysis import aggsel_candidates
+from ndlog.errors import InputError, LocalizationError
+from ndlog.printer import format_program, format_rule
 
 import localize
 from localize.analysis import body_locations, link_graph, mirror_index, plan_rule

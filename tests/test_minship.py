@@ -23,11 +23,11 @@ import pytest
 
 import psn
 from graphs import random_links
-from psn.engine import Network
-from psn.engine.minship import MinShip, parse_ship
-from psn.engine.node import EVERY_FACT
-from psn.errors import InputError
-from psn.transport import Placement
+from engine import Network
+from engine.minship import MinShip, parse_ship
+from engine.node import EVERY_FACT
+from ndlog.errors import InputError
+from engine.transport import Placement
 from provenance import get_scheme
 from provenance.absorption import AbsorptionScheme, Zeroing
 from provenance.bdd import var_name

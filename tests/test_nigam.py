@@ -17,7 +17,7 @@ import itertools
 import pytest
 
 import psn
-from psn.engine import CENTRAL, Network
+from engine import CENTRAL, Network
 
 DELIVERIES = ("fifo", "random", "adversarial")
 

@@ -1,4 +1,4 @@
-"""The NDlog parser (psn.parser): AST shapes, literals, comments, declarations, positions.
+"""The NDlog parser (ndlog.parser): AST shapes, literals, comments, declarations, positions.
 
 The reference programs of NDLOG.md are parsed and their shapes checked literal by literal;
 error positions are asserted as (line, column) and on the caret line of the rendering.
@@ -11,9 +11,9 @@ import math
 import pytest
 
 import psn
-from psn import ast as A
-from psn.errors import InputError, NDlogSemanticError, NDlogSyntaxError
-from psn.parser import parse_atom, parse_facts
+from ndlog import ast as A
+from ndlog.errors import InputError, NDlogSemanticError, NDlogSyntaxError
+from ndlog.parser import parse_atom, parse_facts
 
 from test_checks import REACHABLE, REGION, SHORTEST_PATH
 

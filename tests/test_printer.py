@@ -1,4 +1,4 @@
-"""psn.printer: printed NDlog parses back to an equal AST.
+"""ndlog.printer: printed NDlog parses back to an equal AST.
 
 Covers every program of the golden corpus (raw and localized), seeded random expression
 trees (precedence and associativity), every kind of constant, unnamed rules and the
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import psn
-from psn import ast as A
-from psn.printer import format_atom, format_program, format_rule, format_term
+from ndlog import ast as A
+from ndlog.printer import format_atom, format_program, format_rule, format_term
 
 from corpus import case_dirs
 

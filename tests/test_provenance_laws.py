@@ -149,6 +149,6 @@ def test_derive_is_the_join_of_lifted_body(env):
 def test_registry():
     assert {"set", "derivation"} <= set(scheme_names())
     assert isinstance(get_scheme("set"), AnnotationScheme)
-    from psn.errors import InputError
+    from ndlog.errors import InputError
     with pytest.raises(InputError, match="unknown annotation scheme"):
         get_scheme("nope")

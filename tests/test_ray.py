@@ -18,8 +18,8 @@ import pytest
 import psn
 import topologies
 from provenance import get_scheme, scheme_names
-from psn.engine import Network
-from psn.errors import EvaluationError, InputError
+from engine import Network
+from ndlog.errors import EvaluationError, InputError
 
 ray = pytest.importorskip("ray")
 from psn.distributed import (RayNetwork, WorkerPool, cli_options, run_from_args,  # noqa: E402
@@ -202,7 +202,7 @@ def test_shortest_path_with_deletions(ray_pool):
 def test_minship_and_aggregate_selection_on_workers(ray_pool):
     # absorption with lazy MinShip (its default) and multi-aggregate selection, stages built
     # on every worker: relations other than the pruned `path` equal the reference
-    from psn.analysis import aggsel_candidates
+    from ndlog.analysis import aggsel_candidates
     if "absorption" not in scheme_names():
         pytest.skip("absorption is not registered")
     links = topologies.make("ring", n=20).facts(3, cost="hops")["link"]

@@ -21,7 +21,7 @@ import random
 import pytest
 
 import psn
-from psn.engine import Network
+from engine import Network
 
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).

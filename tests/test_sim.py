@@ -13,8 +13,8 @@ import random
 
 import pytest
 
-from psn.errors import InputError
-from psn.wire import Codec
+from ndlog.errors import InputError
+from engine.wire import Codec
 from provenance import get_scheme
 from sim import (Placement, ProcessingModel, SimTransport, VirtualClock, make_delivery,
                  parse_placement, parse_workload)

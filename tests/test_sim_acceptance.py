@@ -39,7 +39,7 @@ g5 largestRegions(@K, R) :- regionSize(@R, N), sink(@R, K), largestRegion(@K, N)
 def _absorption():
     """The absorption scheme (registered, or its class while issue 5 is landing), or None
     when it or the engine's MinShip is missing."""
-    from psn.engine import Network
+    from engine import Network
     from sim.simulation import _accepts
     if not _accepts(Network, "ship"):
         return None

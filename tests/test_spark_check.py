@@ -1,4 +1,4 @@
-"""psn.check.compare_relations, the Spark reference catching a corrupted result, and
+"""ndlog.check.compare_relations, the Spark reference catching a corrupted result, and
 ``psn reference`` on the command line."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import psn
-from psn.check import compare_relations
+from ndlog.check import compare_relations
 from psn.cli import main
 
 from corpus import CORPUS, load_case
@@ -97,7 +97,7 @@ def test_run_check_spark_agrees_on_the_default_topology(spark, capsys):
 def test_check_spark_reports_a_corrupted_run_tuple_by_tuple(spark):
     """Corrupt one stored tuple of a finished simulation: the Spark check names it."""
     import sim
-    from psn.check import reference_evaluator
+    from psn.oracle import reference_evaluator
 
     s = sim.Simulation(psn.load(EXAMPLES / "reachable.ndl"), "ring", annotation="set",
                        seed=3)

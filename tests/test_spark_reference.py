@@ -14,8 +14,8 @@ import pytest
 
 import psn
 from psn.batch.spark import SparkStats, evaluate_spark
-from psn.check import compare_relations
-from psn.errors import EvaluationError, InputError
+from ndlog.check import compare_relations
+from ndlog.errors import EvaluationError, InputError
 
 from corpus import case_ids, load_case, CORPUS
 from graphs import random_links, symmetric_links

@@ -14,7 +14,7 @@ import pytest
 
 import topologies
 from psn.cli import main as psn_main
-from psn.errors import InputError
+from ndlog.errors import InputError
 from topologies import Link, Node, Topology
 
 

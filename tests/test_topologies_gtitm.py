@@ -18,7 +18,7 @@ import networkx as nx
 import pytest
 
 import topologies
-from psn.errors import InputError
+from ndlog.errors import InputError
 from topologies import TS100, GeoParams, TSParams
 from topologies.gtitm import geo, parse_spec, format_spec, randomize, ts_variant
 

@@ -8,9 +8,9 @@ import msgpack
 import pytest
 
 from provenance import get_scheme
-from psn.errors import InputError
-from psn.transport import InMemoryTransport, Placement
-from psn.wire import Codec, decode_updates, encode_updates, encoded_size
+from ndlog.errors import InputError
+from engine.transport import InMemoryTransport, Placement
+from engine.wire import Codec, decode_updates, encode_updates, encoded_size
 
 VALUES = [0, -7, 2**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
           (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
 from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class

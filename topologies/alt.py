@@ -20,7 +20,7 @@ Tolerated, as GT-ITM's own files need: trailing blanks, any number of blank line
 ``#edges`` that disagrees with the edge lines (GT-ITM counts arcs it never prints, such as
 the self-loops its extra stub-stub edges can make), repeated edges (kept once) and
 self-loops (dropped); both are counted in ``meta["dropped"]``. Anything else malformed
-raises :class:`~psn.errors.InputError` naming ``file:line``.
+raises :class:`~ndlog.errors.InputError` naming ``file:line``.
 
 Deliberately not here: GT-ITM's binary ``.gb`` format, generation.
 """
@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from psn.errors import InputError, Span
+from ndlog.errors import InputError, Span
 
 from .graph import Topology, gtitm_node, make_links
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Iterable, Mapping
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 __all__ = [
     "Node", "Link", "Topology", "DEFAULT_LATENCIES", "link_class",

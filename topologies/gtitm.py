@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
-from psn.errors import InputError, Span
+from ndlog.errors import InputError, Span
 
 from .graph import Topology, gtitm_node, make_links
 

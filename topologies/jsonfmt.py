@@ -8,7 +8,7 @@ Role: write and read every field of a :class:`~topologies.graph.Topology` lossle
      "seeds": [3, 17, ...], "sink": 44, "radius": 20.0, "meta": {...}}
 
 Node entries may also carry ``domain`` and ``stub`` (GT-ITM), link entries ``length`` and
-``weight``. Reading checks the shape and raises :class:`~psn.errors.InputError` naming the
+``weight``. Reading checks the shape and raises :class:`~ndlog.errors.InputError` naming the
 file (and the line of a JSON syntax error).
 
 Deliberately not here: GT-ITM's ``alt`` format (``topologies.alt``).
@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from psn.errors import InputError, Span
+from ndlog.errors import InputError, Span
 
 from .graph import Link, Node, Topology
 

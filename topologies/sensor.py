@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 from .graph import SENSOR, Link, Node, Topology
 

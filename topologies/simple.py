@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 from .graph import Link, Node, Topology
 

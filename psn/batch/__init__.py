@@ -1,12 +1,12 @@
 """Batch evaluation on Spark: the reference results distributed runs are checked against.
 
 Role: :func:`evaluate_spark` (synchronous semi-naive evaluation of an NDlog program as
-Spark DataFrame jobs, RUNTIME.md §6) and :func:`get_session` (one local Spark session per
+Spark DataFrame jobs) and :func:`get_session` (one local Spark session per
 process, or any cluster by master URL). Importing this package does not import pyspark;
 the functions do, when called.
 
-Deliberately not here: the Python reference (:mod:`psn.reference`), comparison of results
-(:mod:`psn.check`), and anything the engine imports (the engine never depends on Spark).
+Deliberately not here: the Python reference (:mod:`ndlog.reference`), comparison of results
+(:mod:`ndlog.check`), and anything the engine imports (the engine never depends on Spark).
 """
 
 from __future__ import annotations

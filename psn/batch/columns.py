@@ -1,18 +1,18 @@
 """NDlog terms and comparisons as Spark SQL column expressions, with their static kinds.
 
-Role: give every arithmetic operator, comparison and builtin of :mod:`psn.expr` the same
+Role: give every arithmetic operator, comparison and builtin of :mod:`ndlog.expr` the same
 meaning as a Spark SQL expression over the columns of a binding frame, so the Spark reference
 computes what the Python reference computes. Each compiled term is a pair
 ``(Column, kind)`` (kinds: :mod:`psn.batch.kinds`). No Python UDFs: lists use Spark's array
 functions (``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``,
 ``aggregate``), ``f_dist`` is ``sqrt`` of a sum of squares, ``f_min``/``f_max`` are
 ``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates toward zero, like
-:mod:`psn.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`psn.expr`).
+:mod:`ndlog.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`ndlog.expr`).
 
 Errors that Python raises while evaluating a row (a builtin on the wrong kind, division by
 zero, an ordering comparison between a number and a string) become ``raise_error``
 expressions: they fail the Spark job only if a row reaches them, exactly when Python would
-raise; :class:`ErrorTable` maps them back to :class:`~psn.errors.EvaluationError` with the
+raise; :class:`ErrorTable` maps them back to :class:`~ndlog.errors.EvaluationError` with the
 term's position.
 
 Deliberately not here: join planning and the fixpoint (:mod:`psn.batch.spark`).
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import ast as A
-from ..errors import EvaluationError, Span
+from ndlog import ast as A
+from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
 __all__ = ["ErrorTable", "var_column", "compile_term", "compile_compare", "cast",
@@ -137,7 +137,7 @@ class _Compiler:
         if t.op == "/":
             q = F.call_function("div", a, b) if k == K.LONG else a / b
             return F.when(b == 0, zero).otherwise(q), k
-        # the remainder has the dividend's sign in Spark SQL and in psn.expr (math.fmod)
+        # the remainder has the dividend's sign in Spark SQL and in ndlog.expr (math.fmod)
         return F.when(b == 0, zero).otherwise(a % b), k
 
     # -- builtins ------------------------------------------------------------------------
@@ -261,12 +261,13 @@ def compile_term(term: A.Term, kinds: dict, errors: ErrorTable):
 
     Notes
     -----
-    Same semantics as :func:`psn.expr.compile_term` (NDLOG.md, "Builtins"); values whose
-    kinds Python would reject at run time compile to ``raise_error``.
+    Same semantics as :func:`ndlog.expr.compile_term` (docs/language.md, "Builtins");
+    values whose kinds Python would reject at run time compile to ``raise_error``.
     """
     return _Compiler(kinds, errors).term(term)
 
 
 def compile_compare(lit: A.Compare, kinds: dict, errors: ErrorTable):
-    """A boolean Column testing ``lit`` (same semantics as :func:`psn.expr.compile_compare`)."""
+    """A boolean Column testing ``lit`` (same semantics as
+    :func:`ndlog.expr.compile_compare`)."""
     return _Compiler(kinds, errors).compare(lit)

@@ -19,7 +19,7 @@ kind                NDlog values           Spark storage type
 ``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list.
 Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python). A list
 whose elements mix numbers, strings or lists of different kinds (``[1, a]``) has no kind:
-the Spark reference rejects it with :class:`~psn.errors.InputError` (documented limit).
+the Spark reference rejects it with :class:`~ndlog.errors.InputError` (documented limit).
 
 Deliberately not here: Spark expressions (see :mod:`psn.batch.spark`); this module imports
 pyspark only inside :func:`storage`.
@@ -27,8 +27,8 @@ pyspark only inside :func:`storage`.
 
 from __future__ import annotations
 
-from ..builtins import format_value
-from ..errors import InputError
+from ndlog.builtins import format_value
+from ndlog.errors import InputError
 
 __all__ = ["LONG", "DOUBLE", "STRING", "NULL", "array", "is_array", "is_number", "elem",
            "kind_of", "unify", "storage", "to_storage", "from_storage", "from_json", "describe",

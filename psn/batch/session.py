@@ -2,11 +2,13 @@
 
 Role: start (or reuse) the :class:`pyspark.sql.SparkSession` that the Spark reference
 evaluator (:mod:`psn.batch.spark`) runs on. By default it is a local session
-(``local[*]``) tuned for these jobs (RUNTIME.md §7): web UI off, 2 shuffle partitions,
+(``local[*]``) tuned for these jobs: web UI off, 2 shuffle partitions,
 adaptive execution off, quiet logs (level ERROR, no startup banner or progress bars),
-bound to 127.0.0.1 so it needs no network, and a fast-starting JVM (C1-only JIT, no
-whole-stage code generation; ``PSN_SPARK_JIT=full`` turns both back on for long jobs).
-The JVM itself still prints one "Using incubator modules" line on start. Any Spark cluster can be used instead by giving its master URL.
+bound to 127.0.0.1 so it needs no network, a fast-starting JVM (C1-only JIT, no
+whole-stage code generation; ``PSN_SPARK_JIT=full`` turns both back on for long jobs), and
+Python workers (the few UDFs of ``sum``/``avg``) on this process's interpreter unless
+``PYSPARK_PYTHON`` says otherwise. The JVM itself still prints one "Using incubator
+modules" line on start. Any Spark cluster can be used instead by giving its master URL.
 
 Deliberately not here: evaluation (see :mod:`psn.batch.spark`), and stopping the session
 behind the caller's back: the session lives until :func:`stop_session` or process exit.
@@ -15,6 +17,7 @@ behind the caller's back: the session lives until :func:`stop_session` or proces
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
 
@@ -100,19 +103,19 @@ def get_session(master: str | None = None):
     Returns
     -------
     pyspark.sql.SparkSession
-        One shared session per process (RUNTIME.md §6-§7: the reference results are batch
-        jobs; a local session costs 4-6 s to start, so it is started once).
+        One shared session per process (the reference results are batch jobs; a local
+        session costs 4-6 s to start, so it is started once).
 
     Raises
     ------
-    psn.errors.InputError
+    ndlog.errors.InputError
         If a session with a different master is already running in this process.
     """
     global _SESSION, _MASTER
     with _LOCK:
         if _SESSION is not None and _SESSION.sparkContext._jsc is not None:
             if master is not None and master != _MASTER:
-                from ..errors import InputError
+                from ndlog.errors import InputError
                 raise InputError(f"a Spark session on '{_MASTER}' is already running in this "
                                  f"process; cannot switch to '{master}'")
             return _SESSION
@@ -120,6 +123,9 @@ def get_session(master: str | None = None):
         local = chosen.startswith("local")
         if local:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            # Python workers default to whatever "python3" is on PATH, which may lack the
+            # driver's version (PySpark refuses a mismatch)
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         session = _builder(chosen, local).getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         _quiet_python_loggers()

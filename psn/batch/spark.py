@@ -1,12 +1,12 @@
 """The Spark reference: synchronous semi-naive evaluation of NDlog as Spark DataFrame jobs.
 
 Role: compute the result relations of an (unlocalized) program from its base facts as batch
-jobs on Spark (RUNTIME.md §6), with exactly the semantics of the Python reference
-:func:`psn.reference.evaluate`: set semantics, strata in the order of
-:func:`psn.analysis.strata`, aggregates over the distinct satisfying assignments of a rule
+jobs on Spark, with exactly the semantics of the Python reference
+:func:`ndlog.reference.evaluate`: set semantics, strata in the order of
+:func:`ndlog.analysis.strata`, aggregates over the distinct satisfying assignments of a rule
 body, recursion to a fixpoint by semi-naive evaluation (Nigam et al. 2012, Algorithm 2), and
 aggregate selection (Liu et al., ICDE 2009, Sec. 6) where
-:func:`psn.analysis.aggsel_candidates` finds it.
+:func:`ndlog.analysis.aggsel_candidates` finds it.
 
 How a program becomes Spark jobs:
 
@@ -15,16 +15,19 @@ How a program becomes Spark jobs:
   symbols in another, as in Python.
 - A rule is compiled, for each combination of its body atoms' signatures, into equi-joins on
   shared variables, filters (constants, comparisons) and projections (assignments, head
-  arguments) built from :mod:`psn.batch.columns`; no Python UDF.
+  arguments) built from :mod:`psn.batch.columns`. The only Python UDFs serve ``sum<...>``
+  and ``avg<...>``: the exactly rounded float sum (:func:`math.fsum`) and the correctly
+  rounded integer average, which Spark's own ``sum`` and division do not give (a float sum
+  there depends on the order of the rows).
 - A recursive stratum iterates: every rule with a delta on each of its recursive atoms, union,
   ``distinct``, minus the relation, then the lineage is cut with ``localCheckpoint`` (eager)
-  every round (RUNTIME.md §7: caching alone lets the plan grow without bound). A pruned
+  every round (caching alone lets the plan grow without bound). A pruned
   predicate keeps, per group, only tuples best for at least one of its min/max aggregates
   (ties kept), computed with window aggregates over the group key.
 
 Deliberately not here: session management (:mod:`psn.batch.session`), incremental
 maintenance and location semantics (the ``@`` only names an argument), comparison of results
-(:mod:`psn.check`).
+(:mod:`ndlog.check`).
 """
 
 from __future__ import annotations
@@ -34,10 +37,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Iterable
 
-from .. import ast as A
-from ..analysis import AggSelSpec, aggsel_candidates, strata
-from ..errors import EvaluationError, NDlogSemanticError, PSNError
-from ..reference import base_facts
+from ndlog import ast as A
+from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
+from ndlog.errors import EvaluationError, NDlogSemanticError, PSNError
+from ndlog.reference import base_facts
 from . import kinds as K
 from .columns import ErrorTable, cast, compile_compare, compile_term, var_column
 
@@ -65,9 +68,9 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         A parsed program (``@`` is ignored: the program is evaluated as if centralized).
     facts:
         ``predicate -> iterable of tuples``, added to the program's own facts (``materialize``
-        keys applied as in :func:`psn.reference.base_facts`).
+        keys applied as in :func:`ndlog.reference.base_facts`).
     aggsel:
-        Apply aggregate selection where :func:`psn.analysis.aggsel_candidates` finds it.
+        Apply aggregate selection where :func:`ndlog.analysis.aggsel_candidates` finds it.
     hidden:
         Also return auxiliary predicates introduced by rewrites.
     session:
@@ -91,7 +94,7 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
     Notes
     -----
     Synchronous semi-naive evaluation (Nigam et al. 2012, Algorithm 2) stratum by stratum,
-    as batch jobs (RUNTIME.md §6); aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
+    as batch jobs; aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
     """
     if session is None:
         from .session import get_session
@@ -151,6 +154,8 @@ class _Run:
         self.consumed = {a.pred for r in program.rules for a in r.body_atoms}
         self.cached: list = []
         self.facts: dict[str, set[tuple]] = {}
+        self._fsum = None  # Python UDFs, made on first use
+        self._ratio = None
 
     # -- facts and results ---------------------------------------------------------------
     def evaluate(self, facts) -> dict[str, set[tuple]]:
@@ -260,7 +265,7 @@ class _Run:
         return df
 
     def _materialize(self, df):
-        """Cut the lineage (RUNTIME.md §7) and count the rows, in one Spark job."""
+        """Cut the lineage and count the rows, in one Spark job."""
         df = df.localCheckpoint(eager=False)
         return df, df.count()
 
@@ -410,7 +415,7 @@ class _Run:
 
     def _aggregate(self, rule: A.Rule) -> dict[tuple, list]:
         """Head tuples of an aggregate rule: group the distinct assignments of the body's
-        variables by the non-aggregate head arguments (psn.reference semantics)."""
+        variables by the non-aggregate head arguments (ndlog.reference semantics)."""
         F = self.F
         names = rule.body_var_names
         by_group: dict[tuple, list] = {}
@@ -435,6 +440,46 @@ class _Run:
             sig, df = self._group(rule, group_sig, parts)
             out.setdefault(sig, []).append(df)
         return out
+
+    def _sum_or_avg(self, rule: A.Rule, agg: A.Aggregate, c, k):
+        """``(Column, kind)`` of ``sum<...>`` or ``avg<...>`` over the numbers ``c`` of kind
+        ``k``, exactly as :func:`ndlog.builtins.aggregate_value` computes them, whatever
+        order Spark meets the rows in.
+
+        Integers are summed exactly as ``decimal(38, 0)`` (a sum beyond 64 bits is an error:
+        the Spark reference holds 64-bit integers) and their average is Python's correctly
+        rounded ``total / count``; floats are summed by :func:`math.fsum` over the group's
+        values (a Python UDF), so the sum is the exactly rounded sum of the multiset and the
+        average is that sum divided by the count. Spark's own ``sum`` of doubles depends on
+        the order of the rows (``0.1 + 0.2 + 0.3`` is ``0.6000000000000001`` in one order
+        and ``0.6`` in another) and is not used.
+        """
+        F = self.F
+        count = F.count(F.lit(1))
+        if k == K.DOUBLE:
+            total = self._float_sum()(F.collect_list(c))
+            if agg.func == "sum":
+                return total, K.DOUBLE
+            return total / count.cast("double"), K.DOUBLE
+        total = F.sum(c.cast(_EXACT_INT))
+        if agg.func == "avg":
+            return self._int_ratio()(total, count), K.DOUBLE
+        fits = total.between(F.lit(-_LONG_LIMIT).cast(_EXACT_INT),
+                             F.lit(_LONG_LIMIT - 1).cast(_EXACT_INT))
+        too_large = self.errors.fail(
+            f"sum<...> in rule {rule.name} exceeds 64 bits; the Spark reference holds "
+            "64-bit integers (use --engine python)", agg.span)
+        return F.when(fits, total.cast("long")).otherwise(too_large.cast("long")), K.LONG
+
+    def _float_sum(self):
+        if self._fsum is None:
+            self._fsum = _float_sum_udf()
+        return self._fsum
+
+    def _int_ratio(self):
+        if self._ratio is None:
+            self._ratio = _int_ratio_udf()
+        return self._ratio
 
     def _group(self, rule: A.Rule, group_sig: tuple, parts: list):
         F = self.F
@@ -466,10 +511,8 @@ class _Run:
                 e = self.errors.fail(f"{agg.func}<...> in rule {rule.name} over values that "
                                      f"cannot be added: {K.describe(k)}s", agg.span)
                 e, ok = F.first(e.cast("long")), K.LONG
-            elif agg.func == "sum":
-                e, ok = F.sum(c), k
-            else:  # avg: Python's total / len
-                e, ok = F.sum(c).cast("double") / F.count(F.lit(1)).cast("double"), K.DOUBLE
+            else:
+                e, ok = self._sum_or_avg(rule, agg, c, k)
             exprs.append(cast(e, ok).alias(f"c{i}"))
             out_kinds[i] = ok
         grouped = df.groupBy(*key_cols) if key_cols else \
@@ -479,6 +522,53 @@ class _Run:
         sig_of = dict(group_sig) | out_kinds
         sig = tuple(sig_of[i] for i in range(arity))
         return sig, result.select(*_cols(arity))
+
+
+#: Spark type that sums 64-bit integers exactly (2^63 rows of 2^63 stay below 10^38)
+_EXACT_INT = "decimal(38,0)"
+_LONG_LIMIT = 1 << 63
+
+
+def _float_sum_udf():
+    """A Spark UDF: the exactly rounded sum of an array of doubles (order-independent).
+
+    The function is defined in here so that Spark ships it by value: executors need only
+    the standard library, not this project. Non-finite values decide the sum as in IEEE
+    arithmetic (NaN if there is a NaN or both infinities, else the infinity); finite values
+    are summed by :func:`math.fsum`, which rounds the exact sum once, and when a partial
+    sum overflows, by exact rational arithmetic (an exact sum beyond the float range
+    rounds to an infinity, as in IEEE arithmetic).
+    """
+    from pyspark.sql import functions as F, types as T
+
+    def exact_sum(values):
+        import math
+        from fractions import Fraction
+        special = [v for v in values if not math.isfinite(v)]
+        if special:
+            return sum(special)
+        try:
+            return math.fsum(values)
+        except OverflowError:
+            exact = sum(map(Fraction, values), Fraction(0))
+            try:
+                return float(exact)
+            except OverflowError:
+                return math.copysign(math.inf, exact)
+
+    return F.udf(exact_sum, T.DoubleType())
+
+
+def _int_ratio_udf():
+    """A Spark UDF: ``total / count`` of an exact integer total (a ``decimal(38,0)``) as
+    Python's correctly rounded integer division; shipped by value like
+    :func:`_float_sum_udf`."""
+    from pyspark.sql import functions as F, types as T
+
+    def ratio(total, count):
+        return int(total) / count
+
+    return F.udf(ratio, T.DoubleType())
 
 
 def _union(dfs: list):
@@ -506,7 +596,7 @@ class _Frame:
 class _Planner:
     """Order one rule body for one combination of atom signatures and build its frame.
 
-    Like :func:`psn.reference.compile_body`: start from the delta atom (if any), run every
+    Like :func:`ndlog.reference.compile_body`: start from the delta atom (if any), run every
     comparison and assignment as soon as its variables are bound, and join next the atom
     sharing the most bound variables (ties: body order). Returns ``None`` when the
     combination cannot match (a constant or shared variable of an incompatible kind)."""

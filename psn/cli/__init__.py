@@ -1,7 +1,7 @@
 """The ``psn`` command line.
 
 Role: parse arguments, dispatch to one subcommand module, and turn every
-:class:`~psn.errors.PSNError` into a clear message on stderr with exit status 2 (never a
+:class:`~ndlog.errors.PSNError` into a clear message on stderr with exit status 2 (never a
 traceback for a user's mistake). Each subcommand lives in its own module with a
 ``register(subparsers)`` function that adds its parser and sets ``func(args) -> int``.
 
@@ -15,7 +15,7 @@ import argparse
 import importlib
 import sys
 
-from ..errors import PSNError
+from ndlog.errors import PSNError
 
 __all__ = ["main", "build_parser"]
 

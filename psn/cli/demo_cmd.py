@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _program(args):
-    from ..parser import load, parse
+    from ndlog.parser import load, parse
     if args.program:
         return load(args.program)
     return parse(PROGRAMS["reachable"], "<demo: reachable>")
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _spark_check(program, facts, result) -> bool:
     from ..batch.spark import evaluate_spark
-    from ..check import compare_relations
+    from ndlog.check import compare_relations
 
     print("== Spark batch reference (local Spark, synchronous semi-naive)")
     start = time.perf_counter()
@@ -88,7 +88,7 @@ def _spark_check(program, facts, result) -> bool:
 
 
 def _ray_replay(program, sim, facts, result, args) -> bool:
-    from ..check import compare_relations
+    from ndlog.check import compare_relations
     from ..distributed import RayNetwork
 
     print(f"== Ray replay ({args.workers} local workers): all links, then the same deletions")

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..output import read_facts_files, render_relations, select_relations
-    from ..parser import load
-    from ..reference import evaluate
+    from ndlog.output import read_facts_files, render_relations, select_relations
+    from ndlog.parser import load
+    from ndlog.reference import evaluate
 
     program = load(args.program)
     facts = read_facts_files(args.facts)

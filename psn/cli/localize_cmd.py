@@ -5,7 +5,7 @@ so it can be saved and given to ``psn eval`` or ``psn run``. ``--explain`` first
 ``//`` comments (the output still parses), which rule became which rules and why.
 
 Deliberately not here: the rewrite itself (:mod:`localize`) and printing
-(:mod:`psn.printer`).
+(:mod:`ndlog.printer`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def _comment(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from localize import explain
 
-    from ..errors import InputError
-    from ..parser import load
-    from ..printer import format_program
+    from ndlog.errors import InputError
+    from ndlog.parser import load
+    from ndlog.printer import format_program
 
     result = explain(load(args.program))
     text = format_program(result.program)

@@ -2,12 +2,12 @@
 [--format table|json|csv] [--output FILE]``: compute the reference result relations.
 
 Role: the command-line face of the two reference evaluators (RUNTIME.md §6): the Python
-one (:func:`psn.reference.evaluate`) and the Spark batch one
+one (:func:`ndlog.reference.evaluate`) and the Spark batch one
 (:func:`psn.batch.spark.evaluate_spark`, local Spark unless ``--spark-master`` names a
 cluster). Prints the relations or writes them to a file.
 
 Deliberately not here: distributed runs and their checking (``psn run --check spark``
-calls :func:`psn.batch.spark.evaluate_spark` and :func:`psn.check.compare_relations`);
+calls :func:`psn.batch.spark.evaluate_spark` and :func:`ndlog.check.compare_relations`);
 pyspark is imported only when ``--engine spark`` is chosen.
 """
 
@@ -41,9 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..output import read_facts_files, render_relations
-    from ..parser import load
+    from ndlog.errors import InputError
+    from ndlog.output import read_facts_files, render_relations
+    from ndlog.parser import load
 
     if args.spark_master and args.engine != "spark":
         raise InputError("--spark-master needs --engine spark")
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate_spark(program, facts, aggsel=not args.no_aggsel,
                                 master=args.spark_master)
     else:
-        from ..reference import evaluate
+        from ndlog.reference import evaluate
         result = evaluate(program, facts, aggsel=not args.no_aggsel)
     text = render_relations(result, args.format)
     if args.output:

@@ -8,7 +8,7 @@ Bursts apply in order, each run to quiescence, unless ``--overlap`` injects them
 least the totals ``updates_processed``, ``messages_sent``, ``tuples_sent``, ``bytes_sent``.
 
 Structure: :func:`register` declares the flags in small groups (:func:`_add_engine_flags`,
-...), :func:`build_network` turns the parsed flags into a :class:`psn.engine.Network`, and
+...), :func:`build_network` turns the parsed flags into a :class:`engine.Network`, and
 :func:`run` drives and prints; later issues add flags (``--engine``, ``--topology``,
 ``--ship``, ``--check``) by extending those pieces.
 
@@ -105,14 +105,14 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_network(args: argparse.Namespace):
-    """The :class:`psn.engine.Network` the flags describe, with the initial facts."""
-    from ..engine import Network
-    from ..output import read_facts_files
-    from ..parser import load
+    """The :class:`engine.Network` the flags describe, with the initial facts."""
+    from engine import Network
+    from ndlog.output import read_facts_files
+    from ndlog.parser import load
 
     program = load(args.program)
     facts = read_facts_files(args.facts)
-    from ..engine.minship import parse_ship
+    from engine.minship import parse_ship
     ship = getattr(args, "ship", None)
     parse_ship(ship)                                   # InputError naming a bad value
     aggsel = getattr(args, "aggsel", "off")
@@ -121,7 +121,7 @@ def build_network(args: argparse.Namespace):
     net = Network(program, facts, annotation=args.annotation, delivery=args.delivery,
                   seed=args.seed, batch=args.pick == "all", ship=ship, aggsel=aggsel)
     if getattr(args, "why", None) and not hasattr(net.scheme, "explain"):
-        from ..errors import InputError
+        from ndlog.errors import InputError
         raise InputError(f"--why needs provenance: annotation '{args.annotation}' keeps "
                          f"none (use --annotation absorption)")
     return net
@@ -142,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_memory(args: argparse.Namespace) -> int:
-    from ..engine.bursts import read_burst_file
-    from ..output import relations_to_json, render_relations, select_relations
+    from engine.bursts import read_burst_file
+    from ndlog.output import relations_to_json, render_relations, select_relations
 
     bursts = [read_burst_file(path) for path in args.burst]
     net = build_network(args)
@@ -182,8 +182,9 @@ def _check_burst(args: argparse.Namespace, net, label: str) -> list[str]:
     the differences (relations pruned by aggregate selection are not compared)."""
     if not args.check:
         return []
-    from ..analysis import aggsel_candidates
-    from ..check import compare_relations, reference_evaluator
+    from ndlog.analysis import aggsel_candidates
+    from ndlog.check import compare_relations
+    from psn.oracle import reference_evaluator
 
     program = net.program.source.with_(facts=())
     evaluate = reference_evaluator(args.check, args.spark_master)
@@ -200,8 +201,8 @@ def _check_burst(args: argparse.Namespace, net, label: str) -> list[str]:
 
 def _print_why(net, facts: list) -> None:
     """``--why FACT``: one line ``FACT = formula`` per fact (Network.why)."""
-    from ..errors import InputError
-    from ..parser import parse_atom
+    from ndlog.errors import InputError
+    from ndlog.parser import parse_atom
     for text in facts:
         try:
             atom = parse_atom(text.strip().rstrip("."))

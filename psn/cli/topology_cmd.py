@@ -117,7 +117,7 @@ def _gtitm(args) -> int:
     from dataclasses import replace
 
     import topologies
-    from psn.errors import InputError
+    from ndlog.errors import InputError
     from topologies.gtitm import generate_many
 
     if args.spec and args.nodes:

@@ -1,9 +1,9 @@
 """PSN on Ray: the same engine, one Ray actor per worker, each hosting a shard of the nodes.
 
 Role: where PSN's users outgrow one process (issue 7; Liu et al. ran a 100-node network on
-12-24 machines). :class:`RayNetwork` has the API of :class:`psn.engine.Network`; its workers
-are Ray actors running :class:`psn.engine.Node` objects for the nodes placed on them, sending
-each other msgpack batches (:mod:`psn.wire`) with no FIFO assumption, with counting-based
+12-24 machines). :class:`RayNetwork` has the API of :class:`engine.Network`; its workers
+are Ray actors running :class:`engine.Node` objects for the nodes placed on them, sending
+each other msgpack batches (:mod:`engine.wire`) with no FIFO assumption, with counting-based
 termination detection and recovery from a worker's death by rollback and replay of the
 burst history. See ``docs/distributed.md``.
 
@@ -14,7 +14,7 @@ burst history. See ``docs/distributed.md``.
 - :mod:`~psn.distributed.cli`: ``psn run --engine ray`` options and runner.
 
 This is the only package of PSN that imports ``ray``. Deliberately not here: the PSN
-iteration (``psn.engine``), annotation schemes (``provenance``), the simulator (``sim``).
+iteration (``engine``), annotation schemes (``provenance``), the simulator (``sim``).
 """
 
 from __future__ import annotations

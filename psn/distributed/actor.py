@@ -5,7 +5,7 @@ actor (so its calls never interleave, and one CUDD manager is only ever used by 
 RUNTIME.md Sec. 7). It is created empty and configured by the driver with an *epoch*
 (:meth:`ShardActor.configure`); every later call carries the epoch, and a call of an older
 epoch is ignored, so batches still in flight from before a rollback can never leak into the
-replayed run. Everything that carries updates is msgpack bytes (:mod:`psn.wire`): bursts
+replayed run. Everything that carries updates is msgpack bytes (:mod:`engine.wire`): bursts
 from the driver (:meth:`inject`), batches from other workers (:meth:`deliver`), the
 relations and metrics sent back. Batches to other workers are fire-and-forget calls of
 their :meth:`deliver`; no FIFO order between workers is assumed (the engine does not need
@@ -14,7 +14,7 @@ received per worker (:meth:`status`).
 
 An error inside a fire-and-forget call cannot reach the driver through its return value, so
 the actor stores the first error and reports it with :meth:`status`: a
-:class:`psn.errors.PSNError` as itself (the driver raises it, span and all), anything else as
+:class:`ndlog.errors.PSNError` as itself (the driver raises it, span and all), anything else as
 its traceback text.
 
 Deliberately not here: the engine loop (``shard``), termination detection, recovery and the
@@ -28,7 +28,7 @@ import traceback
 
 import ray
 
-from ..errors import PSNError
+from ndlog.errors import PSNError
 
 from .shard import Shard, pack
 
@@ -55,16 +55,16 @@ class ShardActor:
                   on_node=None, ship=None, aggsel=None) -> int:
         """Start epoch ``epoch`` with an empty shard: drop every node and counter.
 
-        ``program`` is the source :class:`psn.ast.Program` (prepared here once per ``key``
+        ``program`` is the source :class:`ndlog.ast.Program` (prepared here once per ``key``
         and cached), ``annotation`` a scheme name or object, ``shards`` a
         :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
         by index, ``on_node`` an optional callable run on every new node, ``ship`` and
-        ``aggsel`` the MinShip and aggregate-selection modes of :class:`psn.engine.Network`
-        (the :class:`psn.engine.WorkerHost` builds their stages on this worker). This
+        ``aggsel`` the MinShip and aggregate-selection modes of :class:`engine.Network`
+        (the :class:`engine.WorkerHost` builds their stages on this worker). This
         one-time setup travels through Ray's own serialization; updates never do.
         """
         from provenance import get_scheme
-        from ..engine import prepare
+        from engine import prepare
         if self._prepared is None or self._prepared[0] != key:
             self._prepared = (key, prepare(program))
         self.epoch = epoch

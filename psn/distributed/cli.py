@@ -46,7 +46,7 @@ def cli_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _workers(args) -> int:
-    from ..errors import InputError
+    from ndlog.errors import InputError
     n = getattr(args, "workers", None)
     if n is None:
         return DEFAULT_WORKERS
@@ -76,7 +76,7 @@ def _aggsel(args, program, annotation):
         return "off"
     if mode == "auto":
         try:
-            from ..analysis import aggsel_candidates
+            from ndlog.analysis import aggsel_candidates
             return "multi" if aggsel_candidates(program) else None
         except Exception:  # noqa: BLE001 - analysis unavailable
             return None
@@ -85,8 +85,8 @@ def _aggsel(args, program, annotation):
 
 def _steps(args, program):
     """``[(label, burst)]``: facts, workload on the topology (simulator flags), bursts."""
-    from ..engine.bursts import read_burst_file
-    from ..output import read_facts_files
+    from engine.bursts import read_burst_file
+    from ndlog.output import read_facts_files
 
     facts = read_facts_files(getattr(args, "facts", []) or [])
     steps = []
@@ -125,7 +125,7 @@ def run_from_args(args: argparse.Namespace, program=None) -> int:
     (1 if ``--check`` found a difference from ``psn.evaluate``)."""
     import ray
 
-    from ..parser import load
+    from ndlog.parser import load
     from .network import RayNetwork, WorkerPool
     from .runtime import stop_ray
 
@@ -193,8 +193,8 @@ def _run_step(net, program, label, burst, check) -> dict:
 
 
 def _report(args, net, rows, pool) -> int:
-    from ..errors import InputError
-    from ..output import relations_to_json, render_relations
+    from ndlog.errors import InputError
+    from ndlog.output import relations_to_json, render_relations
 
     result = None
     wanted = getattr(args, "relation", []) or []
@@ -266,8 +266,9 @@ def _check(net, program, kind="python") -> tuple[bool, list]:
     """Compare with the reference (``psn.evaluate``, or Spark for ``--check spark``) on the
     current base facts (relations pruned by aggregate selection are skipped, as the
     simulator does)."""
-    from ..analysis import aggsel_candidates
-    from ..check import reference_evaluator, verdict
+    from ndlog.analysis import aggsel_candidates
+    from ndlog.check import verdict
+    from psn.oracle import reference_evaluator
     reference = reference_evaluator(kind, getattr(net, "_spark_master", None))
     want = reference(program.with_(facts=()), net.base_facts())
     return verdict(net.relations(), want, skip=aggsel_candidates(program))

@@ -1,15 +1,15 @@
 """A PSN network on Ray: the driver, termination detection and recovery.
 
-Role: :class:`RayNetwork` has the API of :class:`psn.engine.Network` (``insert``, ``delete``,
+Role: :class:`RayNetwork` has the API of :class:`engine.Network` (``insert``, ``delete``,
 ``apply``, ``run``, ``relations``, ``multiset``, ``base_facts``, ``metrics``) and runs the
 same engine on a :class:`WorkerPool` of Ray actors, one per worker, each hosting the shard
 of nodes :class:`~psn.distributed.shard.ShardMap` places on it (by a stable hash, or an
 explicit map). How a run goes:
 
-1. **Ledger.** Bursts go into a driver-side :class:`psn.engine.Network` whose transport only
+1. **Ledger.** Bursts go into a driver-side :class:`engine.Network` whose transport only
    captures what it injects (:class:`CaptureTransport`): the engine's own base-fact ledger
    numbers insertions, matches deletions and builds the base annotations. Captured updates
-   are encoded with :mod:`psn.wire` and grouped per worker; the driver keeps every burst
+   are encoded with :mod:`engine.wire` and grouped per worker; the driver keeps every burst
    (the *history*).
 2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts;
    workers run the PSN loop and exchange batches (msgpack bytes, one Ray call per
@@ -42,9 +42,9 @@ from typing import Any, Iterable, Mapping
 import ray
 from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
 
-from ..errors import EvaluationError, InputError, PSNError
-from ..parser import parse
-from ..transport import LogicalClock, Placement, TrafficMetrics
+from ndlog.errors import EvaluationError, InputError, PSNError
+from ndlog.parser import parse
+from engine.transport import LogicalClock, Placement, TrafficMetrics
 from .actor import actor_class
 from .runtime import start_ray
 from .shard import ShardMap, pack, unpack
@@ -132,7 +132,7 @@ class WorkerPool:
 
 
 class CaptureTransport:
-    """A :class:`psn.transport.Transport` that only records what the driver injects.
+    """A :class:`engine.transport.Transport` that only records what the driver injects.
 
     The driver's ledger network sends each burst here as ``send(None, dst, updates)``; the
     updates are encoded at once with the wire codec in the ledger's context and kept as
@@ -173,7 +173,7 @@ class RayNetwork:
     Parameters
     ----------
     program:
-        A :class:`psn.ast.Program` or NDlog text (localized like :class:`psn.engine.Network`).
+        A :class:`ndlog.ast.Program` or NDlog text (localized like :class:`engine.Network`).
     facts:
         ``predicate -> iterable of tuples``: the first burst (with the program's facts).
     annotation:
@@ -188,10 +188,10 @@ class RayNetwork:
         ``node -> worker index`` for some nodes (the others by stable hash), or a
         :class:`~psn.distributed.shard.ShardMap`.
     seed:
-        Accepted for API parity with :class:`psn.engine.Network`; Ray's delivery order is
+        Accepted for API parity with :class:`engine.Network`; Ray's delivery order is
         whatever the machines make of it (PSN does not depend on it).
     batch, roundtrip:
-        As for :class:`psn.engine.Network`.
+        As for :class:`engine.Network`.
     pool:
         A :class:`WorkerPool` to run on (reused across networks, one network at a time;
         not closed by :meth:`close`). Default: a new pool of ``workers`` actors, closed by
@@ -199,12 +199,12 @@ class RayNetwork:
     max_recoveries:
         Worker failures tolerated per network before giving up.
     on_node:
-        As for :class:`psn.engine.Network`: called with every new node, on the worker that
+        As for :class:`engine.Network`: called with every new node, on the worker that
         hosts it (so it must be picklable: a module-level function or object).
     ship, aggsel:
         MinShip (``eager[:W]``, ``lazy``, ``off``; None: the scheme's default, ``lazy`` for
         ``absorption``) and aggregate selection (``multi``, ``single``, ``off``/None), as for
-        :class:`psn.engine.Network`; the stages are built on every worker.
+        :class:`engine.Network`; the stages are built on every worker.
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
@@ -213,7 +213,7 @@ class RayNetwork:
                  batch: bool = True, roundtrip: bool = False,
                  pool: WorkerPool | None = None, max_recoveries: int = 5,
                  on_node=None, ship=None, aggsel: str | None = None):
-        from ..engine import Network
+        from engine import Network
         if isinstance(program, str):
             program = parse(program)
         self.capture = CaptureTransport()
@@ -271,7 +271,7 @@ class RayNetwork:
         return self
 
     def apply(self, burst: Iterable) -> "RayNetwork":
-        """Inject a burst (items as for :func:`psn.engine.parse_update`)."""
+        """Inject a burst (items as for :func:`engine.parse_update`)."""
         self.ledger.apply(burst)
         return self
 
@@ -414,7 +414,7 @@ class RayNetwork:
     # -- reading -------------------------------------------------------------------------
     def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
         """Result relations, the union over all workers (same keys as
-        :meth:`psn.engine.Network.relations`)."""
+        :meth:`engine.Network.relations`)."""
         preds = set(self.program.visible) | self.capture.preds
         if hidden:
             preds |= set(self.program.program.predicates)
@@ -436,7 +436,7 @@ class RayNetwork:
 
     @property
     def metrics(self) -> dict:
-        """Totals as :attr:`psn.engine.Network.metrics` (``messages_sent``, ``bytes_sent``,
+        """Totals as :attr:`engine.Network.metrics` (``messages_sent``, ``bytes_sent``,
         ``worker_messages_sent``, ``worker_bytes_sent``, ...) plus ``batches_sent`` (Ray
         calls between workers), ``recoveries``, ``epoch``, start-up seconds, and the
         ``nodes`` and ``workers`` breakdowns (``workers[i]``: traffic sent by worker ``i``).
@@ -484,7 +484,7 @@ class RayNetwork:
 
 def _raise(worker: int, err) -> None:
     """Raise a worker's error in the driver: a PSN error as itself, else as an
-    :class:`~psn.errors.EvaluationError` carrying the worker's traceback."""
+    :class:`~ndlog.errors.EvaluationError` carrying the worker's traceback."""
     if isinstance(err, PSNError):
         raise err
     raise EvaluationError(f"Ray worker {worker} failed: {str(err).rstrip()}")

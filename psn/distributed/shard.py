@@ -1,25 +1,25 @@
 """One worker's shard of a PSN network: the nodes it hosts and its local engine loop.
 
 Role: the pure, Ray-free half of a distributed worker (RUNTIME.md vocabulary: a *worker* is a
-process hosting many nodes). A :class:`Shard` is a :class:`psn.engine.WorkerHost`: it owns
-the :class:`psn.engine.Node` objects of the nodes placed on its worker, one annotation
+process hosting many nodes). A :class:`Shard` is a :class:`engine.WorkerHost`: it owns
+the :class:`engine.Node` objects of the nodes placed on its worker, one annotation
 ``shared_context()`` for all of them (one BDD manager per process), and runs the PSN
 iteration (Nigam et al. 2012, Algorithm 1: pick / fire / commit, all pickable updates per
 step) until none of its nodes has work. Updates
 between two of its nodes stay in the process (decoded from their wire bytes only for
-context-bound schemes, like :class:`psn.transport.InMemoryTransport`); updates for nodes of
-other workers are encoded with :class:`psn.wire.Codec` in the sender's context and
+context-bound schemes, like :class:`engine.transport.InMemoryTransport`); updates for nodes of
+other workers are encoded with :class:`engine.wire.Codec` in the sender's context and
 **batched per destination worker**: one msgpack payload ``[[dst node, message bytes], ...]``
 per destination worker and per call, so one Ray call carries many messages.
 
-Traffic is counted with :class:`psn.transport.TrafficMetrics` exactly as the in-memory
+Traffic is counted with :class:`engine.transport.TrafficMetrics` exactly as the in-memory
 transport counts it (one message = the updates one node step sends to one other node; bytes
 = msgpack size; ``worker_*`` = the part that crosses workers), plus the batch counters that
 termination detection uses (``batches_sent``, ``batches_received``).
 
 Deliberately not here: Ray (``psn.distributed.actor`` wraps a shard in an actor),
 termination detection and fault recovery (``psn.distributed.network``), the PSN iteration
-itself (``psn.engine.node``).
+itself (``engine.node``).
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import Any, Mapping
 
 import msgpack
 
-from ..builtins import format_value
-from ..engine import CENTRAL, WorkerHost
-from ..engine.node import drop_unmatched_deletions, group_by_destination
-from ..gcpause import relaxed_gc
-from ..transport import Placement, TrafficMetrics
+from ndlog.builtins import format_value
+from engine import CENTRAL, WorkerHost
+from engine.node import drop_unmatched_deletions, group_by_destination
+from engine.gcpause import relaxed_gc
+from engine.transport import Placement, TrafficMetrics
 
 __all__ = ["Shard", "ShardMap", "stable_hash", "pack", "unpack"]
 
@@ -76,7 +76,7 @@ class ShardMap:
         self.workers, self.mapping, self._cache = state["workers"], state["mapping"], {}
 
     def placement(self) -> Placement:
-        """As a :class:`psn.transport.Placement`."""
+        """As a :class:`engine.transport.Placement`."""
         return Placement(self)
 
 
@@ -91,18 +91,18 @@ def unpack(data: bytes):
 
 
 class Shard(WorkerHost):
-    """The nodes of one worker and their local PSN loop: a :class:`psn.engine.WorkerHost`
+    """The nodes of one worker and their local PSN loop: a :class:`engine.WorkerHost`
     (nodes, one shared annotation context, ``on_node`` stages) with per-node traffic
     accounting, batches of ``[dst node, message bytes]`` and end-of-stream flushes left to
     the driver (so lazy MinShip flushes only at global quiescence, as in
-    :class:`psn.engine.Network`).
+    :class:`engine.Network`).
 
     Parameters
     ----------
     index:
         This worker's index (``0 .. workers-1``).
     program:
-        An :class:`psn.engine.EngineProgram` (from :func:`psn.engine.prepare`).
+        An :class:`engine.EngineProgram` (from :func:`engine.prepare`).
     scheme:
         An annotation scheme object (``provenance.get_scheme``).
     shards:
@@ -112,10 +112,10 @@ class Shard(WorkerHost):
     roundtrip:
         Decode every message between two nodes of this worker from its bytes, too.
     on_node:
-        Called with every new node, as :class:`psn.engine.Network`'s ``on_node``.
+        Called with every new node, as :class:`engine.Network`'s ``on_node``.
     ship, aggsel:
         MinShip and aggregate-selection modes (the host installs their stages on every
-        node; see :class:`psn.engine.Network`).
+        node; see :class:`engine.Network`).
     """
 
     def __init__(self, index: int, program, scheme, shards, *, batch: bool = True,

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import msgpack
 
-from .errors import InputError
+from ndlog.errors import InputError
 
 __all__ = ["encode_updates", "decode_updates", "encoded_size", "Codec"]
 

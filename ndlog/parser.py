@@ -1,13 +1,13 @@
 """NDlog text to AST.
 
 Role: run lark's LALR(1) parser on the grammar in ``ndlog.lark`` and transform the parse tree
-into the immutable AST of :mod:`psn.ast`, translating lark's exceptions into
-:class:`~psn.errors.NDlogSyntaxError` with file, line, column, caret and what was expected.
+into the immutable AST of :mod:`ndlog.ast`, translating lark's exceptions into
+:class:`~ndlog.errors.NDlogSyntaxError` with file, line, column, caret and what was expected.
 Also checks the purely syntactic shape rules that the grammar cannot express (facts are
 ground, ``keys`` positions are positive, rule names are unique).
 
 Deliberately not here: the static checks on a whole program (arity, safety, location,
-stratification) live in :mod:`psn.checks`; :func:`parse` runs them by default.
+stratification) live in :mod:`ndlog.checks`; :func:`parse` runs them by default.
 """
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ def _assemble(items: list, filename: str | None, text: str) -> A.Program:
 
 
 def parse(text: str, filename: str | None = None, check: bool = True) -> A.Program:
-    """Parse NDlog source text into a :class:`~psn.ast.Program`.
+    """Parse NDlog source text into a :class:`~ndlog.ast.Program`.
 
     Parameters
     ----------
@@ -382,7 +382,7 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     filename:
         Named in error messages.
     check:
-        Run the static checks of :mod:`psn.checks` (default). Rewrite passes that build
+        Run the static checks of :mod:`ndlog.checks` (default). Rewrite passes that build
         intermediate programs may turn this off.
 
     Returns

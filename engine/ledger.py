@@ -1,13 +1,13 @@
 """The base-fact ledger: which base insertions are live, and what a burst injects.
 
 Role: the bookkeeping every driver of the engine needs (the in-memory
-:class:`~psn.engine.network.Network`, the simulator, Ray): number every base insertion (an
+:class:`~engine.network.Network`, the simulator, Ray): number every base insertion (an
 annotation scheme may make the number a fresh provenance variable, so a re-inserted tuple is
 new), let a deletion cancel one live insertion of the same fact, apply ``materialize`` keys
 (a new tuple with a stored tuple's key replaces it: a deletion, then an insertion), and keep
 deletions that come before their insertion (overlapping bursts) as *debts* until an insertion
 matches them. A debt left when a run starts is the user's error: :meth:`Ledger.check` raises
-an :class:`~psn.errors.InputError` naming the fact.
+an :class:`~ndlog.errors.InputError` naming the fact.
 
 Deliberately not here: annotations, routing, delivery (the driver turns ``(sign, tuple,
 seq)`` into updates for the fact's node).
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import ast as A
-from ..errors import InputError
+from ndlog import ast as A
+from ndlog.errors import InputError
 
 __all__ = ["Ledger"]
 

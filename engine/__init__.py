@@ -4,7 +4,7 @@ Role: Nigam et al. 2012 (Algorithm 1, Fig. 2-3) as a library. :class:`Node` hold
 state and queue and runs pick / fire / commit; :func:`prepare` localizes a program and splits
 head aggregates into contribution rules plus an incremental operator; :class:`Ledger` keeps
 the live base insertions; :class:`WorkerHost` runs the nodes of one worker (what a Ray actor
-wraps); :class:`Network` drives nodes over a :class:`psn.transport.Transport` to quiescence
+wraps); :class:`Network` drives nodes over a :class:`engine.transport.Transport` to quiescence
 and is the public API::
 
     net = Network(program, {"link": links}, annotation="derivation", delivery="random",
@@ -14,7 +14,7 @@ and is the public API::
     net.relations()["reachable"], net.metrics["bytes_sent"]
 
 Deliberately not here: annotation semantics (``provenance``), delivery order and traffic
-(``psn.transport``), the wire format (``psn.wire``), simulators and Ray. The node and the
+(``engine.transport``), the wire format (``engine.wire``), simulators and Ray. The node and the
 compiler import no transport; only :class:`Network` uses the in-memory one as its default.
 """
 

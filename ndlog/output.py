@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from .builtins import format_value
-from .errors import InputError, Span
+from ndlog.builtins import format_value
+from ndlog.errors import InputError, Span
 
 __all__ = ["select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
            "read_facts_file", "read_facts_files", "jsonable"]
@@ -103,7 +103,7 @@ def read_facts_file(path: str | Path) -> dict[str, list[tuple]]:
     """Read a facts file: NDlog fact statements, or (``.csv``) rows of the predicate named
     by the file's stem. Errors name the file, line and column.
     """
-    from .parser import parse_facts
+    from ndlog.parser import parse_facts
 
     p = Path(path)
     try:

@@ -1,10 +1,10 @@
 """Transports and clocks: how updates travel between nodes, and what that costs.
 
-Role: the interfaces the PSN engine's driver (:class:`psn.engine.Network`) talks to, and the
+Role: the interfaces the PSN engine's driver (:class:`engine.Network`) talks to, and the
 in-memory defaults. A :class:`Transport` accepts the updates a node produced
 (:meth:`Transport.send`), holds them in flight, and hands them out in the order its delivery
 policy chooses (:meth:`Transport.poll`); it measures traffic in messages, tuples and msgpack
-bytes (:mod:`psn.wire`), per node and per *worker* (a process hosting many nodes,
+bytes (:mod:`engine.wire`), per node and per *worker* (a process hosting many nodes,
 RUNTIME.md vocabulary). A :class:`Placement` says which node lives on which worker; a message
 between two nodes of one worker costs no network traffic (counted separately), a message from
 a node to itself costs nothing. A :class:`Clock` tells the time the transport lives in: a
@@ -22,7 +22,7 @@ Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, N
     one update per poll: the newest in-flight deletion if there is one (so deletions arrive
     before the insertions they follow whenever possible), else the newest insertion.
 
-Deliberately not here: the PSN iteration (``psn.engine``), virtual time and latencies
+Deliberately not here: the PSN iteration (``engine``), virtual time and latencies
 (``sim/``), Ray actors (issue 7). Those implement the same two protocols.
 """
 
@@ -30,15 +30,17 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from .errors import InputError
+from ndlog.errors import InputError
+from .delivery import DELIVERY_MODELS, Delivery, make_delivery
+from .placement import Placement
 from .wire import Codec
 
-__all__ = ["Clock", "LogicalClock", "Transport", "Placement", "TrafficMetrics",
+__all__ = ["Clock", "LogicalClock", "Transport", "Placement", "TrafficMetrics", "Meter",
            "InMemoryTransport", "DELIVERY_ORDERS"]
 
-DELIVERY_ORDERS = ("fifo", "random", "adversarial")
+DELIVERY_ORDERS = DELIVERY_MODELS
 
 
 @runtime_checkable
@@ -60,58 +62,6 @@ class LogicalClock:
 
     def tick(self, n: int = 1) -> None:
         self.t += n
-
-
-class Placement:
-    """Which worker hosts which node.
-
-    Parameters
-    ----------
-    mapping:
-        ``node -> worker`` (a dict), or a callable ``node -> worker``. Nodes not in a dict
-        get ``default``.
-    default:
-        ``"node"`` (each node is its own worker: every inter-node message is network
-        traffic, the default), or a worker id shared by all unmapped nodes.
-
-    Examples
-    --------
-    >>> Placement.round_robin(["a", "b", "c"], 2).worker("c")
-    0
-    """
-
-    def __init__(self, mapping: Mapping | Callable | None = None, default: Any = "node"):
-        self._map = mapping
-        self._default = default
-        self._cache: dict = {}
-
-    def worker(self, node: Any) -> Any:
-        """The worker hosting ``node`` (memoized: placements do not change during a run)."""
-        try:
-            return self._cache[node]
-        except KeyError:
-            w = self._cache[node] = self._lookup(node)
-            return w
-        except TypeError:  # pragma: no cover - unhashable node value
-            return self._lookup(node)
-
-    def _lookup(self, node: Any) -> Any:
-        m = self._map
-        if callable(m):
-            return m(node)
-        if m is not None and node in m:
-            return m[node]
-        return node if self._default == "node" else self._default
-
-    @classmethod
-    def single(cls) -> "Placement":
-        """Every node on worker 0 (one process)."""
-        return cls(None, 0)
-
-    @classmethod
-    def round_robin(cls, nodes: Iterable, workers: int) -> "Placement":
-        """Nodes (in the given order) dealt to ``workers`` workers."""
-        return cls({n: i % workers for i, n in enumerate(nodes)}, 0)
 
 
 class TrafficMetrics:
@@ -162,6 +112,83 @@ class TrafficMetrics:
                 row["worker_bytes_sent"] += size
 
 
+class Meter:
+    """Encodes each message a node sends and counts its traffic: the one place where a
+    transport turns updates into wire bytes (:class:`engine.wire.Codec`) and counts them
+    (:class:`TrafficMetrics`).
+
+    Every transport (in-memory, simulator, Ray) owns one. A message from a node to itself is
+    free (``local_tuples``); any other message is encoded in the sender's annotation context
+    and counted as a message of ``len(data)`` bytes, between workers or inside one (the
+    :class:`~engine.placement.Placement` decides). The receiver gets the updates rebuilt from
+    the bytes in its own context when ``roundtrip`` is on, or when the annotations are bound
+    to a context the receiver does not share (another CUDD manager).
+
+    Parameters
+    ----------
+    placement:
+        Node to worker.
+    roundtrip:
+        Rebuild every message between two nodes from its bytes (proves the wire format).
+    """
+
+    def __init__(self, placement: Placement, roundtrip: bool = False):
+        self.placement = placement
+        self.roundtrip = roundtrip
+        self.metrics = TrafficMetrics()
+        self.codec: Codec | None = None
+        self.context_of: Callable[[Any], Any] = lambda node: None
+
+    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
+        """Take the engine's wire codec and ``node -> annotation context``."""
+        self.codec = codec
+        self.context_of = context_of
+
+    def local(self, src: Any, n: int) -> None:
+        """Count ``n`` updates a node sends to itself (free)."""
+        self.metrics.count(src, self.placement.worker(src), "local_tuples", n)
+
+    def encode(self, src: Any, dst: Any, updates: list) -> tuple[bytes | None, bool]:
+        """Encode and count one message from ``src`` to another node ``dst``.
+
+        Returns ``(data, crosses)``: the message's bytes (``None`` without a codec) and
+        whether it crosses workers.
+        """
+        place = self.placement.worker
+        wsrc, wdst = place(src), place(dst)
+        codec = self.codec
+        if codec is None:
+            data, size, ann_bytes = None, 0, 0
+        else:
+            data, ann_bytes = codec.encode_measured(updates, self.context_of(src))
+            size = len(data)
+        self.metrics.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
+        return data, wsrc != wdst
+
+    def must_rebuild(self, src: Any, dst: Any, crosses: bool) -> bool:
+        """True if ``dst`` must decode the message from its bytes (see the class doc)."""
+        return self.codec is not None and (self.roundtrip or (
+            crosses and self.codec.must_rebuild(self.context_of, src, dst)))
+
+    def rebuild(self, dst: Any, data: bytes) -> list:
+        """The updates of a message, decoded in ``dst``'s context."""
+        return self.codec.decode(data, self.context_of(dst))
+
+    def carry(self, src: Any, dst: Any, updates: list) -> tuple[list, bytes | None]:
+        """Count a message and return ``(updates as the receiver gets them, bytes to decode
+        on arrival or None)``: what an in-process transport needs. ``src`` is ``None`` for
+        updates the environment injects (free, never encoded)."""
+        if src is None:
+            return updates, None
+        if src == dst:
+            self.local(src, len(updates))
+            return updates, None
+        data, crosses = self.encode(src, dst, updates)
+        if self.must_rebuild(src, dst, crosses):
+            return updates, data
+        return updates, None
+
+
 @runtime_checkable
 class Transport(Protocol):
     """What the engine's driver needs from a transport."""
@@ -189,7 +216,12 @@ class InMemoryTransport:
     Parameters
     ----------
     delivery:
-        ``fifo``, ``random`` or ``adversarial``.
+        ``fifo``, ``random`` or ``adversarial``, or the simulator's form with options
+        (``random:jitter=0.5,abs=2ms``, ``adversarial:period=8``, see
+        :func:`engine.delivery.make_delivery`). This transport has no clock, so the
+        options, which shape the simulator's delays, are checked but do not change the
+        order: ``random`` already lets any update overtake any other, and ``adversarial``
+        already delivers the newest deletion first.
     seed:
         Seeds the delivery order (``random.Random(seed)``).
     placement:
@@ -204,57 +236,45 @@ class InMemoryTransport:
         on each poll (synchronous rounds; fastest).
     """
 
-    def __init__(self, delivery: str = "fifo", seed: int = 0, *,
+    def __init__(self, delivery: "str | Delivery" = "fifo", seed: int = 0, *,
                  placement: Placement | None = None, clock: Clock | None = None,
                  roundtrip: bool = False, chunk: str = "random"):
-        if delivery not in DELIVERY_ORDERS:
-            raise InputError(f"unknown delivery order '{delivery}'; choose one of "
-                             f"{', '.join(DELIVERY_ORDERS)}")
         if chunk not in ("random", "all"):
             raise InputError(f"unknown chunk policy '{chunk}'; choose random or all")
-        self.delivery = delivery
+        self.model = make_delivery(delivery)
+        self.delivery = self.model.name
         self.rng = random.Random(seed)
-        self.placement = placement or Placement()
+        self.meter = Meter(placement or Placement(), roundtrip)
         self.clock = clock or LogicalClock()
-        self.metrics = TrafficMetrics()
-        self.roundtrip = roundtrip
         self.chunk = chunk
-        self.codec: Codec | None = None
-        self._context_of: Callable[[Any], Any] = lambda node: None
         self._channels: dict[tuple, deque] = {}
         self._pool: list[tuple[Any, tuple]] = []
         self._dels: list[tuple[Any, tuple]] = []
         self._ins: list[tuple[Any, tuple]] = []
         self._count = 0
 
+    @property
+    def placement(self) -> Placement:
+        return self.meter.placement
+
+    @property
+    def metrics(self) -> TrafficMetrics:
+        return self.meter.metrics
+
     def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
-        self.codec = codec
-        self._context_of = context_of
+        self.meter.connect(codec, context_of)
+
+    def describe(self) -> str:
+        """The delivery order, e.g. ``random`` (timing options have no effect here)."""
+        return self.delivery
 
     # -- sending -------------------------------------------------------------------------
     def send(self, src: Any, dst: Any, updates: list) -> None:
         if not updates:
             return
-        codec = self.codec
-        if src is None or src == dst:
-            if src is not None:
-                self.metrics.count(src, self.placement.worker(src), "local_tuples",
-                                   len(updates))
-            self._enqueue(src, dst, updates)
-            return
-        wsrc, wdst = self.placement.worker(src), self.placement.worker(dst)
-        m = self.metrics
-        data = None
-        if codec is not None:
-            ctx = self._context_of(src)
-            data, ann_bytes = codec.encode_measured(updates, ctx)
-            size = len(data)
-        else:
-            size = ann_bytes = 0
-        m.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
-        if data is not None and (self.roundtrip or (
-                wsrc != wdst and codec.must_rebuild(self._context_of, src, dst))):
-            updates = codec.decode(data, self._context_of(dst))
+        updates, data = self.meter.carry(src, dst, updates)
+        if data is not None:
+            updates = self.meter.rebuild(dst, data)
         self._enqueue(src, dst, updates)
 
     def _enqueue(self, src, dst, updates: list) -> None:

@@ -1,9 +1,9 @@
 """Incremental aggregates in rule heads (RUNTIME.md Sec. 4).
 
 Role: the operator that turns a node's *contribution* relation (see
-:func:`psn.engine.program.split_aggregates`) into aggregate result tuples, under insertions
+:func:`engine.program.split_aggregates`) into aggregate result tuples, under insertions
 and deletions. Per group it keeps the set of present contributions (distinct body
-assignments, as :mod:`psn.reference` defines aggregates); when a batch commits, every group
+assignments, as :mod:`ndlog.reference` defines aggregates); when a batch commits, every group
 whose contributions changed is recomputed once, and if the result changed the operator emits
 the deletion of the old result tuple and the insertion of the new one.
 
@@ -13,9 +13,8 @@ tuples, Liu et al. Sec. 6, issue 5): that is a pick/send stage of the node, not 
 
 from __future__ import annotations
 
-from ..errors import EvaluationError
-from ..reference import aggregate_value
-from ..builtins import format_value
+from ndlog.errors import EvaluationError
+from ndlog.builtins import aggregate_value, format_value
 from .program import AggregateSpec
 
 __all__ = ["AggregateOperator"]
@@ -27,7 +26,7 @@ class AggregateOperator:
     Parameters
     ----------
     spec:
-        From :func:`psn.engine.program.split_aggregates`.
+        From :func:`engine.program.split_aggregates`.
     """
 
     def __init__(self, spec: AggregateSpec):

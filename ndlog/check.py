@@ -7,7 +7,7 @@ tuples the reference has and the run lacks (*missing*) and the tuples the run ha
 reference lacks (*extra*); :meth:`RelationDiff.render` prints them in NDlog syntax.
 
 Equality is Python's: ``1 == 1.0``, lists are tuples. Deliberately not here: computing
-either side (see :mod:`psn.reference`, :mod:`psn.batch.spark`, the engine) and deciding what
+either side (see :mod:`ndlog.reference`, :mod:`psn.batch.spark`, the engine) and deciding what
 to do about a difference (the caller exits non-zero, fails a test, ...).
 """
 
@@ -16,15 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from .builtins import format_value
+from ndlog.builtins import format_value
 from .output import sorted_tuples
 
-__all__ = ["RelationDiff", "compare_relations", "format_tuple", "verdict",
-           "reference_evaluator"]
+__all__ = ["RelationDiff", "compare_relations", "format_tuple", "verdict"]
 
 
 def format_tuple(pred: str, values: tuple) -> str:
-    """``pred(v1, v2, ...)`` in NDlog syntax (:func:`psn.builtins.format_value`)."""
+    """``pred(v1, v2, ...)`` in NDlog syntax (:func:`ndlog.builtins.format_value`)."""
     return f"{pred}(" + ", ".join(format_value(v) for v in values) + ")"
 
 
@@ -144,25 +143,3 @@ def verdict(actual: Mapping[str, Iterable[tuple]], expected: Mapping[str, Iterab
     diff = compare_relations(expected, actual,
                              relations=[r for r in expected if r not in skip])
     return diff.ok, diff.signed(limit)
-
-
-def reference_evaluator(kind: str = "python", master: str | None = None):
-    """The reference a run is checked against: ``psn.evaluate`` (``"python"``) or Spark's
-    batch evaluation (``"spark"``, RUNTIME.md §6), as ``evaluate(program, facts)``.
-
-    Raises
-    ------
-    InputError
-        For any other ``kind``.
-    """
-    from .errors import InputError
-    if kind in ("python", True):
-        from .reference import evaluate
-        return evaluate
-    if kind == "spark":
-        from .batch.spark import evaluate_spark
-
-        def spark(program, facts):
-            return evaluate_spark(program, facts, master=master)
-        return spark
-    raise InputError(f"--check takes 'python' or 'spark', got {kind!r}")

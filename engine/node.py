@@ -11,7 +11,7 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
    says it concerns;
 2. runs the **pick stages** (hook for aggregate selection, issue 5) on the picked deltas;
 3. **fires** the compiled delta rules of every picked delta (ν reads for atoms before the
-   delta position, committed reads after it, :mod:`psn.engine.compile`);
+   delta position, committed reads after it, :mod:`engine.compile`);
 4. **commits** the ν values into the state and maintains the join indexes; presence changes
    of contribution relations go to the aggregate operators, whose result updates are
    addressed to this node;
@@ -21,8 +21,8 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
 The node is pure and deterministic: the same sequence of ``receive`` and ``step`` calls gives
 the same outputs. It knows nothing about transports, workers, clocks or wire formats.
 
-Deliberately not here: delivery, scheduling, metrics of traffic (``psn.engine.network`` and
-``psn.transport``), annotation semantics (``provenance``).
+Deliberately not here: delivery, scheduling, metrics of traffic (``engine.network`` and
+``engine.transport``), annotation semantics (``provenance``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Callable, Protocol
 
 from provenance.base import NO_FIRE as _NO_FIRE
 
-from ..builtins import format_value
+from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
 from .program import CENTRAL, EngineProgram
@@ -149,7 +149,7 @@ class Node:
     node_id:
         The location value this node stands for.
     program:
-        From :func:`psn.engine.program.prepare`.
+        From :func:`engine.program.prepare`.
     scheme:
         An :class:`~provenance.base.AnnotationScheme`.
     ctx:

@@ -2,10 +2,10 @@
 
 Role: RUNTIME.md distinguishes nodes from workers: a worker process hosts many nodes, and a
 message between two nodes of one worker costs no network traffic. :class:`WorkerHost` owns
-the nodes a :class:`~psn.transport.Placement` assigns to one worker, shares one annotation
+the nodes a :class:`~engine.transport.Placement` assigns to one worker, shares one annotation
 context per worker (one BDD manager per process for absorption), runs its nodes until none
 has local work, delivers updates between its own nodes directly, and returns what must leave
-the worker *batched per destination worker*, as msgpack bytes (:mod:`psn.wire`). The
+the worker *batched per destination worker*, as msgpack bytes (:mod:`engine.wire`). The
 receiving host decodes a batch in its own context and routes each update to its node by the
 fact's location (the head's location value, so no address is shipped).
 
@@ -13,7 +13,7 @@ Termination detection is the driver's business; :attr:`WorkerHost.sent` and
 :attr:`WorkerHost.received` count updates crossing the worker boundary (RUNTIME.md Sec. 7:
 stop after two consecutive polls with equal, matching totals).
 
-Deliberately not here: Ray itself, the base-fact ledger (:mod:`psn.engine.ledger`, kept by
+Deliberately not here: Ray itself, the base-fact ledger (:mod:`engine.ledger`, kept by
 the driver), delivery order across workers (the driver's or the network's).
 """
 
@@ -33,7 +33,7 @@ class WorkerHost:
     Parameters
     ----------
     program:
-        A :class:`~psn.ast.Program` or a prepared :class:`EngineProgram`.
+        A :class:`~ndlog.ast.Program` or a prepared :class:`EngineProgram`.
     annotation:
         Scheme name or object (each host makes its own instance if given a name).
     worker:
@@ -45,14 +45,14 @@ class WorkerHost:
     on_node:
         Called with every new node (install pick/send stages).
     ship, aggsel:
-        MinShip mode and aggregate selection (see :class:`~psn.engine.network.Network`).
+        MinShip mode and aggregate selection (see :class:`~engine.network.Network`).
     """
 
     def __init__(self, program, annotation, worker: Any, worker_of: Callable[[Any], Any], *,
                  batch: bool = True, on_node: Callable[[Node], None] | None = None,
                  ship=None, aggsel: str | None = None):
         from provenance import get_scheme
-        from ..wire import Codec
+        from .wire import Codec
         self.program: EngineProgram = program if isinstance(program, EngineProgram) \
             else prepare(program)
         self.scheme = get_scheme(annotation)
@@ -100,7 +100,7 @@ class WorkerHost:
     def receive_bytes(self, data: bytes) -> int:
         """Decode a batch from another worker and queue each update at its node, building
         its annotation in that node's context."""
-        from ..wire import decode_updates
+        from .wire import decode_updates
         loc, de = self.program.location, self.scheme.deserialize
         rows = decode_updates(data)
         for sign, pred, tup, raw in rows:

@@ -11,7 +11,7 @@ in a greedy order (most bound arguments first), reading atoms *before* ``i`` fro
 the committed state. Every lookup goes through a hash index on the bound argument positions
 (created here, maintained by the node at commit), so firing costs time proportional to the
 matches, not to the tables. Assignments and comparisons run as soon as their variables are
-bound; expressions mean what :mod:`psn.expr` says (the one meaning of expressions).
+bound; expressions mean what :mod:`ndlog.expr` says (the one meaning of expressions).
 
 A plan is compiled once per (rule, delta position) and bound to a node's dictionaries, which
 are never replaced (only mutated), so the closures read them directly.
@@ -26,8 +26,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Callable
 
-from .. import ast as A
-from ..expr import compile_compare, compile_term
+from ndlog import ast as A
+from ndlog.expr import compile_compare, compile_term
 
 __all__ = ["compile_delta_rules", "plan_order"]
 

@@ -6,7 +6,7 @@ names to Spark SQL). Lists are Python tuples; a scalar passed where a list is ex
 as a one-element list (the P2 convention for ``f_concat``).
 
 Deliberately not here: parsing of calls, checking that a called name exists (that is
-:mod:`psn.checks`, which uses :data:`BUILTINS` and :data:`ARITY`), and error positions (the
+:mod:`ndlog.checks`, which uses :data:`BUILTINS` and :data:`ARITY`), and error positions (the
 caller wraps :class:`BuiltinError` with the rule's span).
 """
 
@@ -15,7 +15,28 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-__all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value"]
+__all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggregate_value"]
+
+
+def aggregate_value(func: str, values: list):
+    """``min`` / ``max`` / ``count`` / ``sum`` / ``avg`` over a non-empty list of values.
+
+    The value depends only on the multiset of ``values``, never on their order, so every
+    evaluator and every delivery order agrees: integers are summed exactly, and a sum that
+    involves a float is the correctly rounded sum of the exact values (``math.fsum``), so
+    ``0.1 + 0.2 + 0.3`` is ``0.6`` in any order and ``1e16 + 1 - 1e16`` is ``1.0``.
+    """
+    if func == "count":
+        return len(values)
+    if func == "min":
+        return min(values)
+    if func == "max":
+        return max(values)
+    if any(isinstance(v, float) for v in values):
+        total = math.fsum(values)
+    else:
+        total = sum(values)
+    return total if func == "sum" else total / len(values)
 
 
 class BuiltinError(ValueError):

@@ -1,6 +1,6 @@
 """A network of PSN nodes driven to quiescence over a transport: the Python API.
 
-Role: wire :class:`~psn.engine.node.Node` objects to a :class:`~psn.transport.Transport`
+Role: wire :class:`~engine.node.Node` objects to a :class:`~engine.transport.Transport`
 (in-memory by default), inject bursts of base-fact insertions and deletions (the bursty
 model, Nigam et al. 2012, Sec. 3.1), run until nothing is in flight and no node has work,
 and read relations, per-node state and metrics. Nodes are created on demand, one per
@@ -10,11 +10,11 @@ Base facts are kept in a ledger: every insertion gets a sequence number (the ann
 scheme may turn it into a fresh provenance variable), a deletion cancels one live insertion
 of the same fact (keyed ``materialize`` tables replace the tuple with the same key). A
 deletion may come before its insertion within overlapping bursts; a deletion that no
-insertion ever matches is an :class:`~psn.errors.InputError` naming the fact when
+insertion ever matches is an :class:`~ndlog.errors.InputError` naming the fact when
 :meth:`Network.run` starts, never a hang.
 
 Deliberately not here: the PSN iteration itself (``node``), join compilation (``compile``),
-delivery order and traffic accounting (``psn.transport``), virtual time (``sim/``), Ray.
+delivery order and traffic accounting (``engine.transport``), virtual time (``sim/``), Ray.
 This module imports the in-memory transport only as the default.
 """
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import ast as A
-from ..builtins import format_value
-from ..errors import EvaluationError, InputError
-from ..gcpause import relaxed_gc
-from ..parser import parse, parse_atom
-from ..wire import Codec
+from ndlog import ast as A
+from ndlog.builtins import format_value
+from ndlog.errors import EvaluationError, InputError
+from .gcpause import relaxed_gc
+from ndlog.parser import parse, parse_atom
+from .wire import Codec
 from .ledger import Ledger
 from .node import Node, drop_unmatched_deletions, format_fact, group_by_destination
 from .program import CENTRAL, EngineProgram, prepare
@@ -86,7 +86,7 @@ class Network:
     Parameters
     ----------
     program:
-        A :class:`~psn.ast.Program` or NDlog text. Distributed programs are localized
+        A :class:`~ndlog.ast.Program` or NDlog text. Distributed programs are localized
         (``psn.localize``) unless already local; centralized ones run on one node.
     facts:
         ``predicate -> iterable of tuples``, inserted (with the program's own facts) as the
@@ -98,19 +98,19 @@ class Network:
     batch:
         Nodes pick all pickable updates per iteration (default) or one.
     placement:
-        Node to worker (:class:`psn.transport.Placement` or a mapping).
+        Node to worker (:class:`engine.transport.Placement` or a mapping).
     transport:
-        A :class:`psn.transport.Transport`; default :class:`~psn.transport.InMemoryTransport`.
+        A :class:`engine.transport.Transport`; default :class:`~engine.transport.InMemoryTransport`.
     roundtrip:
         Decode every message from its wire bytes (proves the wire format in tests).
     on_node:
-        Called with every new :class:`~psn.engine.node.Node` (e.g. to install the pick and
+        Called with every new :class:`~engine.node.Node` (e.g. to install the pick and
         send stages of aggregate selection and MinShip, issue 5).
     ship:
-        MinShip mode (:mod:`psn.engine.minship`): ``eager[:W]``, ``lazy``, ``off``; None is
+        MinShip mode (:mod:`engine.minship`): ``eager[:W]``, ``lazy``, ``off``; None is
         the scheme's default (``lazy`` for the registered ``absorption``, else none).
     aggsel:
-        Aggregate selection (:mod:`psn.engine.aggsel`): ``multi``, ``single``, ``off``/None.
+        Aggregate selection (:mod:`engine.aggsel`): ``multi``, ``single``, ``off``/None.
     contexts:
         ``"process"`` (default): the workers of this process share one scheme context (one
         CUDD manager for absorption provenance, as a Ray worker process shares one among
@@ -136,7 +136,7 @@ class Network:
         self.program: EngineProgram = prepare(program)
         self.scheme = get_scheme(annotation)
         if transport is None:
-            from ..transport import InMemoryTransport, Placement
+            from .transport import InMemoryTransport, Placement
             if placement is not None and not isinstance(placement, Placement):
                 placement = Placement(placement)
             transport = InMemoryTransport(delivery, seed, placement=placement,
@@ -386,7 +386,7 @@ class Network:
         Engine counters (per node, summed): ``updates_received``, ``updates_processed``
         (picked), ``updates_fired``, ``derivations`` (updates produced by firing),
         ``steps``, ``state_tuples``, ``state_occurrences`` (multiset size),
-        ``operator_state``. Traffic (:class:`psn.transport.TrafficMetrics`):
+        ``operator_state``. Traffic (:class:`engine.transport.TrafficMetrics`):
         ``messages_sent``, ``tuples_sent``, ``bytes_sent`` (msgpack), ``annotation_bytes``,
         ``worker_messages_sent``, ``worker_bytes_sent``, ``local_tuples``. Run:
         ``polls``, ``wall_seconds``, ``dropped_deletions``, ``nodes_count``.

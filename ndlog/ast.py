@@ -2,7 +2,7 @@
 
 Role: the data structures every later stage reads: the parser builds them, analyses inspect
 them, rewrite passes (``localize/``) build new ones, evaluators and the engine compile them.
-All nodes are frozen dataclasses; source positions (:class:`~psn.errors.Span`) are carried
+All nodes are frozen dataclasses; source positions (:class:`~ndlog.errors.Span`) are carried
 for error messages but excluded from equality, so a program printed and parsed again compares
 equal to the original.
 
@@ -17,8 +17,8 @@ list ``[a, b]``, ``nil``  ``tuple`` (``()`` for nil)
 ``infinity``              ``float('inf')``
 ========================  ===========================================
 
-Deliberately not here: parsing, checking, printing (see :mod:`psn.parser`,
-:mod:`psn.checks`, :mod:`psn.printer`), and any evaluation.
+Deliberately not here: parsing, checking, printing (see :mod:`ndlog.parser`,
+:mod:`ndlog.checks`, :mod:`ndlog.printer`), and any evaluation.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ Aggregate rewrite (named pass ``split_aggregates``)::
 
 The contribution tuple holds the head's group-by terms followed by the values of every body
 variable (in body order), so aggregates range over distinct body assignments exactly as in
-:mod:`psn.reference`. It is located at the head's location, so the operator runs at the node
+:mod:`ndlog.reference`. It is located at the head's location, so the operator runs at the node
 that stores the aggregate result.
 
-Deliberately not here: evaluation, routing, annotations (``psn.engine.node``); the localizer
+Deliberately not here: evaluation, routing, annotations (``engine.node``); the localizer
 itself (``localize/``).
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import ast as A
-from ..errors import LocalizationError
+from ndlog import ast as A
+from ndlog.errors import LocalizationError
 
 __all__ = ["EngineProgram", "AggregateSpec", "prepare", "split_aggregates", "is_local",
            "CENTRAL", "AGG_PREFIX"]
@@ -87,7 +87,7 @@ class EngineProgram:
     visible: frozenset[str] = field(default_factory=frozenset)
     #: every predicate of ``program`` (computed once)
     predicates: frozenset[str] = field(default_factory=frozenset)
-    #: compiled, node-independent pieces of join plans (filled by psn.engine.compile)
+    #: compiled, node-independent pieces of join plans (filled by engine.compile)
     plan_cache: dict = field(default_factory=dict, repr=False)
 
     def location(self, pred: str, tup: tuple):
@@ -131,7 +131,7 @@ def split_aggregates(program: A.Program) -> tuple[A.Program, dict[str, Aggregate
 
     Returns the rewritten program (contribution predicates added to ``hidden``) and the
     operator specs by contribution predicate. Implements the incremental group-by of
-    RUNTIME.md Sec. 4 together with :class:`psn.engine.aggregate.AggregateOperator`.
+    RUNTIME.md Sec. 4 together with :class:`engine.aggregate.AggregateOperator`.
     """
     rules = []
     specs: dict[str, AggregateSpec] = {}

@@ -1,14 +1,17 @@
-"""Placement of nodes on workers (RUNTIME.md "Vocabulary": nodes and workers are distinct).
+"""Placement of nodes on workers: the one map every transport uses.
 
-Role: decide which worker (simulated query processor) hosts each node. Liu et al. ran the
-100-node topology on 12-24 machines (Sec. 7, 7.3 "Increasing Query Processing Nodes"): a
-message between two nodes of the same worker costs no network traffic, and a worker processes
-one batch at a time. Three policies: every node its own worker (the default), ``N`` workers
-by a stable hash of the node, or an explicit map.
+Role: decide which worker (a process, a Ray actor, a simulated query processor) hosts each
+node. Nodes and workers are distinct: Liu et al. (2009, Sec. 7.3) ran the 100-node topology
+on 12-24 query processors, each hosting many nodes; a message between two nodes of the same
+worker costs no network traffic. Three policies: every node its own worker (the default),
+``N`` workers by a stable hash of the node, or an explicit map (the rest by hash).
 
-Deliberately not here: anything about time or messages (:mod:`sim.network`). The hash is
-CRC-32 of the node's ``repr``, never Python's ``hash`` (salted per process for strings), so a
-placement is the same in every run.
+The in-memory transport, the simulator and the Ray runtime all place nodes with
+:class:`Placement`, so the same options put the same node on the same worker everywhere.
+
+Deliberately not here: anything about time or messages (the transports). The hash is CRC-32
+of the node's ``repr``, never Python's ``hash`` (salted per process for strings), so a
+placement is the same in every process and every run.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import zlib
 from typing import Hashable, Iterable, Mapping
 
-from psn.errors import InputError
+from ndlog.errors import InputError
 
 __all__ = ["Placement", "stable_hash", "parse_placement"]
 
@@ -82,7 +85,7 @@ class Placement:
         self._cache[node] = w
         return w
 
-    worker = worker_of  # the name psn.transport.Placement uses
+    worker = worker_of  # the name engine.transport.Placement uses
 
     def same_worker(self, a: Hashable, b: Hashable) -> bool:
         """True if ``a`` and ``b`` are hosted by one worker (their messages are free)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError, PSNError
-from ..parser import parse_facts
+from ndlog.errors import InputError, PSNError
+from ndlog.parser import parse_facts
 
 __all__ = ["parse_burst", "read_burst_file"]
 

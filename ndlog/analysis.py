@@ -1,9 +1,9 @@
 """Analyses of NDlog programs: dependency graph, strata, aggregate-selection detection.
 
-Role: read-only facts about a :class:`~psn.ast.Program` that the checker, the evaluators,
+Role: read-only facts about a :class:`~ndlog.ast.Program` that the checker, the evaluators,
 the localizer and the engine share. Nothing here modifies a program (rewrites live in
 ``localize/``), and nothing here raises for a bad program: the checker
-(:mod:`psn.checks`) turns findings into errors.
+(:mod:`ndlog.checks`) turns findings into errors.
 
 Aggregate selection (Liu et al., ICDE 2009, Sec. 6; Sudarshan and Ramakrishnan, VLDB 1991):
 a recursive predicate ``p`` that the rest of the program consumes only through ``min``/``max``

@@ -1,7 +1,7 @@
 """MinShip: ship the first derivation of a tuple at once, buffer the alternatives.
 
 Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLazy) and
-RUNTIME.md Sec. 4, as a :class:`~psn.engine.node.SendStage` of one node. For every
+RUNTIME.md Sec. 4, as a :class:`~engine.node.SendStage` of one node. For every
 destination ``d`` and every fact ``f`` the node has sent towards ``d``, the stage keeps a
 record ``[S, H]``:
 
@@ -21,7 +21,7 @@ record); otherwise it is merged into ``H`` unless ``H`` absorbs it (``ann → H`
 no node built). A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a
 zeroed variable, i.e. only along the paths on which provenance depending on it was shipped;
 the buffer is never told (it was never shipped). To another node it is forwarded as one
-*node-wide* zeroing per destination and step (:data:`~psn.engine.node.EVERY_FACT`, naming
+*node-wide* zeroing per destination and step (:data:`~engine.node.EVERY_FACT`, naming
 the dead variables of every ``S`` it concerns, after the step's alternatives), not as one
 deletion per fact: the receiver zeroes those variables in every fact that holds them (the
 scheme's ``zero_everywhere``; RUNTIME.md Sec. 3, "sets its variable to false everywhere it
@@ -66,7 +66,7 @@ the relations are exact in both modes; only the provenance the receiver stores i
 under lazy shipping (it holds the derivations shipped, not every alternative).
 
 The stage also hosts the *sending side* of aggregate selection (Liu Sec. 6: AggSel is
-"embedded within MinShip"): given a :class:`~psn.engine.aggsel.Selector` per predicate, a new
+"embedded within MinShip"): given a :class:`~engine.aggsel.Selector` per predicate, a new
 fact that is not best in its group towards ``d`` (for any aggregate, ties kept) is only
 recorded (``S`` None, ``H`` its provenance, "held"); when a shipped fact of the group
 disappears, the held facts that became best are shipped.
@@ -79,13 +79,13 @@ Works with schemes that implement the shipping algebra of
 ``derivation`` must ship every occurrence).
 
 Deliberately not here: the fixpoint's own absorption (``provenance.absorption.pick``), the
-receiving side of aggregate selection (:mod:`psn.engine.aggsel`), delivery and traffic
-accounting (``psn.transport``).
+receiving side of aggregate selection (:mod:`engine.aggsel`), delivery and traffic
+accounting (``engine.transport``).
 """
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ndlog.errors import InputError
 from .node import EVERY_FACT
 
 __all__ = ["MinShip", "parse_ship", "install", "node_stages", "DEFAULT_WINDOW", "supports"]
@@ -400,7 +400,7 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
     Parameters
     ----------
     program:
-        The :class:`~psn.engine.program.EngineProgram`.
+        The :class:`~engine.program.EngineProgram`.
     scheme:
         The annotation scheme object.
     ship:

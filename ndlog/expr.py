@@ -53,7 +53,7 @@ _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%
 def compile_term(term: A.Term) -> CompiledTerm:
     """Return ``env -> value`` for ``term``.
 
-    Raises :class:`~psn.errors.EvaluationError` at call time for type errors, division by
+    Raises :class:`~ndlog.errors.EvaluationError` at call time for type errors, division by
     zero and builtin failures, naming the term's position.
     """
     if isinstance(term, A.Const):

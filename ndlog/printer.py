@@ -1,15 +1,15 @@
-"""AST to NDlog text: the inverse of :mod:`psn.parser`.
+"""AST to NDlog text: the inverse of :mod:`ndlog.parser`.
 
 Role: print programs, rules, atoms and terms as NDlog that parses back to an equal AST
 (``parse(format_program(p), check=False) == p``): expressions get exactly the parentheses
-their tree needs, constants are printed by :func:`psn.builtins.format_value`, unnamed rules
+their tree needs, constants are printed by :func:`ndlog.builtins.format_value`, unnamed rules
 are printed without a name (the parser names them again), and the hidden predicates of a
 rewritten program are kept by a ``#hidden(p, ...).`` statement. Used by
 ``psn localize`` and wherever a program or rule is shown to a user.
 
 Deliberately not here: layout choices beyond one statement per line (no alignment or
 wrapping), comments (the AST has none), and any checking: printing an ill-formed AST gives
-text the parser or :mod:`psn.checks` will reject.
+text the parser or :mod:`ndlog.checks` will reject.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def format_program(program: A.Program) -> str:
 
     Order: ``materialize`` declarations, the ``#hidden`` statement (if any predicate is
     hidden), rules, then facts, each kind in program order, so that parsing the text gives
-    back an equal :class:`~psn.ast.Program` (spans, file name and source text aside).
+    back an equal :class:`~ndlog.ast.Program` (spans, file name and source text aside).
 
     Parameters
     ----------

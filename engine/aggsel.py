@@ -2,11 +2,11 @@
 
 Role: Liu et al. (ICDE 2009), Sec. 6 (Algorithm 4) and RUNTIME.md Sec. 4. A recursive
 predicate that matters only through ``min``/``max`` aggregates per group
-(:func:`psn.analysis.aggsel_candidates`: ``path`` in shortest path, grouped by ``(S, D)``,
+(:func:`ndlog.analysis.aggsel_candidates`: ``path`` in shortest path, grouped by ``(S, D)``,
 ``min`` on the cost and on the hop count) is pruned per group to the tuples that are best for
 at least one of its aggregates (*multi* AggSel, ties kept):
 
-* **receiving side** (:class:`AggSelStage`, a :class:`~psn.engine.node.PickStage`): the node
+* **receiving side** (:class:`AggSelStage`, a :class:`~engine.node.PickStage`): the node
   keeps every present candidate of a group (it is stored in the node's state with its
   provenance, as usual) but fires an insertion only if the tuple is best for some aggregate
   or was forwarded before ("forward only improvements"; a forwarded tuple's later
@@ -14,14 +14,14 @@ at least one of its aggregates (*multi* AggSel, ties kept):
   always fired. When a forwarded tuple disappears, the candidates of its group that are now
   best and were held back are fired with their whole stored annotation ("the next best is
   forwarded when the best goes");
-* **sending side** (:class:`Selector` handed to :class:`~psn.engine.minship.MinShip`): the
+* **sending side** (:class:`Selector` handed to :class:`~engine.minship.MinShip`): the
   same rule per destination, on the facts shipped to other nodes. On a localized program
   the recursive predicate is joined with its neighbours' tuples through a hidden auxiliary
   (``sp2_aux(@S, Z, D, C1, P, C, L)`` in shortest path); :func:`selectors` maps the
   aggregate's group and value columns onto every hidden predicate that carries them into a
   rule of the pruned predicate, so the auxiliary is pruned as it leaves the node.
 
-Exactness relies on what :class:`psn.analysis.AggSelSpec` states (every recursive step
+Exactness relies on what :class:`ndlog.analysis.AggSelSpec` states (every recursive step
 strictly worsens the aggregated values: positive costs); the aggregate relations
 (``minCost``, ``minHops``, ``cheapestPath``, ``fewestHops``) then equal
 ``psn.evaluate``'s, through insertions and deletions, while ``path`` itself holds a subset
@@ -39,14 +39,14 @@ Before/after (what the stage does, not a rewrite of the program)::
     path(@a, c, [a,c], 9, 1)     fired          (best hop count)
     -path(@a, c, [a,b,c], 2, 2)  fired, then path(@a, c, [a,d,e,c], 5, 3) fired
 
-Deliberately not here: the aggregate operators themselves (:mod:`psn.engine.aggregate`),
-the detection (:mod:`psn.analysis`), shipping (:mod:`psn.engine.minship`).
+Deliberately not here: the aggregate operators themselves (:mod:`engine.aggregate`),
+the detection (:mod:`ndlog.analysis`), shipping (:mod:`engine.minship`).
 """
 
 from __future__ import annotations
 
-from .. import ast as A
-from ..errors import InputError
+from ndlog import ast as A
+from ndlog.errors import InputError
 
 __all__ = ["Selector", "AggSelStage", "selectors", "install", "AGGSEL_MODES"]
 
@@ -192,7 +192,7 @@ def _mode_aggs(spec, mode: str) -> tuple:
 def _detect(program) -> dict:
     """``aggsel_candidates`` on the program a user wrote (unfolding hidden predicates of a
     program given already localized)."""
-    from ..analysis import aggsel_candidates
+    from ndlog.analysis import aggsel_candidates
     specs = aggsel_candidates(program)
     if specs:
         return specs
@@ -232,7 +232,7 @@ def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
     Parameters
     ----------
     program:
-        A :class:`~psn.engine.program.EngineProgram`.
+        A :class:`~engine.program.EngineProgram`.
     mode:
         ``multi`` (every aggregate), ``single`` (the first one) or ``off``.
 

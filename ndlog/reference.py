@@ -10,14 +10,14 @@ Aggregates range over the distinct satisfying assignments of the rule body's var
 ``count<X>`` and ``count<*>`` count them, ``sum``/``avg`` add their values, ``min``/``max`` pick
 one; a group with no assignment produces no tuple.
 
-Aggregate selection (Liu et al., ICDE 2009, Sec. 6): where :func:`psn.analysis.aggsel_candidates`
+Aggregate selection (Liu et al., ICDE 2009, Sec. 6): where :func:`ndlog.analysis.aggsel_candidates`
 finds a recursive predicate consumed only through min/max aggregates (``path`` in shortest
 path), each group keeps only the tuples that are best for at least one aggregate, ties kept,
 so that shortest path terminates without enumerating every simple path while the
 aggregate-facing relations (``minCost``, ``cheapestPath``, ...) equal the declarative result.
 The pruned predicate itself then holds only those best tuples. The pruning requires the
 recursive rules to strictly worsen the aggregated values (positive costs); a violation is an
-:class:`~psn.errors.EvaluationError`.
+:class:`~ndlog.errors.EvaluationError`.
 
 Deliberately not here: incremental maintenance, provenance, message passing (the engine),
 localization, and primary-key replacement of *derived* tuples (keys apply to base facts).
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from . import ast as A
-from .analysis import AggSelSpec, aggsel_candidates, strata
-from .builtins import format_value
-from .errors import EvaluationError, InputError, NDlogSemanticError
-from .expr import compile_compare, compile_term
+from ndlog import ast as A
+from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
+from ndlog.builtins import aggregate_value, format_value
+from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
+from ndlog.expr import compile_compare, compile_term
 
-__all__ = ["evaluate", "base_facts", "Relation", "compile_body", "aggregate_value"]
+__all__ = ["evaluate", "base_facts", "Relation", "compile_body"]
 
 Env = dict
 Emit = Callable[[Env], None]
@@ -235,18 +235,6 @@ def _chain(steps):
 
 # ---------------------------------------------------------------------------------------
 # aggregates
-
-
-def aggregate_value(func: str, values: list):
-    """min / max / count / sum / avg over a non-empty list of values."""
-    if func == "count":
-        return len(values)
-    if func == "min":
-        return min(values)
-    if func == "max":
-        return max(values)
-    total = sum(values)
-    return total if func == "sum" else total / len(values)
 
 
 def _eval_aggregate_rule(rule: A.Rule, full: Callable[[str], Relation]) -> set[tuple]:

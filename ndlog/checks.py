@@ -1,7 +1,7 @@
 """Static checks of an NDlog program (NDLOG.md, "Static checks").
 
-Role: decide, before anything runs, whether a parsed :class:`~psn.ast.Program` is one the
-runtime gives a meaning to, and otherwise raise :class:`~psn.errors.NDlogSemanticError`
+Role: decide, before anything runs, whether a parsed :class:`~ndlog.ast.Program` is one the
+runtime gives a meaning to, and otherwise raise :class:`~ndlog.errors.NDlogSemanticError`
 pointing at the offending term with a one-sentence message. :func:`check_program` runs the
 checks below in a fixed order and stops at the first error; each check is a small function
 of the program that either returns or raises:
@@ -10,7 +10,7 @@ of the program that either returns or raises:
 ``location``        in a distributed program every atom has exactly one ``@``, at the same
                     argument position for every use of a predicate, on a variable or a
                     constant;
-``builtins``        every ``f_`` call names a builtin of :mod:`psn.builtins` with the right
+``builtins``        every ``f_`` call names a builtin of :mod:`ndlog.builtins` with the right
                     number of arguments; no predicate is named ``f_...`` or like a keyword;
 ``aggregates``      aggregates appear only as whole arguments of rule heads, over a named
                     variable, beside plain group-by arguments;
@@ -22,10 +22,10 @@ of the program that either returns or raises:
                     aggregate selection (Liu et al. Sec. 6) applies to it.
 
 Deliberately not here: purely syntactic rules (grammar, ground facts, unique rule names,
-positive key positions, at most one ``@`` per atom) are enforced by :mod:`psn.parser`;
+positive key positions, at most one ``@`` per atom) are enforced by :mod:`ndlog.parser`;
 whether a distributed rule can be localized is decided by the localizer (``localize/``),
-which reports its own :class:`~psn.errors.LocalizationError`; the dependency graph and
-strata themselves are computed by :mod:`psn.analysis`. Checks never modify the program.
+which reports its own :class:`~ndlog.errors.LocalizationError`; the dependency graph and
+strata themselves are computed by :mod:`ndlog.analysis`. Checks never modify the program.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ _KEYWORDS = ("materialize", "keys", "infinity", "nil")
 
 
 def check_builtins(program: A.Program) -> None:
-    """Every ``f_`` call names a known builtin with the right arity (:data:`psn.builtins.ARITY`);
+    """Every ``f_`` call names a known builtin with the right arity (:data:`ndlog.builtins.ARITY`);
     no predicate takes a name starting with ``f_`` (reserved for builtins)."""
     for atom in _in_source_order(program.atoms()):
         if atom.pred.startswith("f_"):
@@ -513,9 +513,9 @@ def check_stratification(program: A.Program) -> None:
     """No aggregate over a recursive dependency on its own result (NDLOG.md, Static checks).
 
     An aggregate rule whose body reaches its own head predicate in the dependency graph
-    (:func:`psn.analysis.recursive_aggregate_rules`) cannot be evaluated stratum by stratum;
+    (:func:`ndlog.analysis.recursive_aggregate_rules`) cannot be evaluated stratum by stratum;
     it is an error unless aggregate selection (Liu et al. Sec. 6) accepts the head predicate
-    (:func:`psn.analysis.aggsel_candidates`).
+    (:func:`ndlog.analysis.aggsel_candidates`).
     """
     from . import analysis
 
