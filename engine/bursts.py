@@ -3,7 +3,10 @@
 Role: read the bursts of ``psn run --burst FILE`` (and of the simulator) into
 ``[(sign, pred, tuple)]``, with errors naming file:line:column and a caret, as every PSN
 input error does. The sign is the first non-blank character of a line; the rest of the line
-is an NDlog fact statement (comments allowed).
+is an NDlog fact statement (comments allowed). Given the program's arities (and locations),
+a fact of a predicate the program does not use, or of another arity or ``@`` position, is an
+error at that fact; without them the facts of one predicate must agree with each other
+(:class:`ndlog.parser.FactShapes`).
 
 Deliberately not here: applying bursts (``Network.apply``).
 """
@@ -11,20 +14,37 @@ Deliberately not here: applying bursts (``Network.apply``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
-from ndlog.errors import InputError, PSNError
-from ndlog.parser import parse_facts
+from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
+from ndlog.parser import parse_facts, read_text
 
-__all__ = ["parse_burst", "read_burst_file"]
+__all__ = ["parse_burst", "read_burst_file", "BURST_HINT"]
+
+#: added to the syntax errors of a burst
+BURST_HINT = "each line is +fact. (insert), -fact. (delete) or fact. (insert)"
 
 
-def parse_burst(text: str, filename: str | None = None) -> list[tuple[int, str, tuple]]:
+def parse_burst(text: str, filename: str | None = None,
+                arities: Mapping[str, int] | None = None,
+                locations: Mapping[str, int | None] | None = None
+                ) -> list[tuple[int, str, tuple]]:
     """Parse burst text into ``[(sign, pred, tuple)]`` in file order.
+
+    Parameters
+    ----------
+    text, filename:
+        The burst and the file it comes from (named in errors).
+    arities, locations:
+        The program's ``predicate -> arity`` and ``predicate -> index of the '@'
+        argument``, when known (see :class:`ndlog.parser.FactShapes`).
 
     Raises
     ------
     NDlogSyntaxError, NDlogSemanticError
-        With the file, line and column of the bad statement.
+        With the file, line and column of the bad statement, and a hint on the burst syntax.
+    InputError
+        A fact whose predicate, arity or ``@`` position does not fit, at that fact.
     """
     signs: dict[int, int] = {}
     lines = []
@@ -36,7 +56,11 @@ def parse_burst(text: str, filename: str | None = None) -> list[tuple[int, str, 
             line = line[:col] + " " + line[col + 1:]
         lines.append(line)
     try:
-        facts = parse_facts("\n".join(lines), filename)
+        facts = parse_facts("\n".join(lines), filename, arities, locations)
+    except (NDlogSyntaxError, NDlogSemanticError) as exc:
+        exc.source = text
+        exc.hint = f"{exc.hint}; {BURST_HINT}" if exc.hint else BURST_HINT
+        raise
     except PSNError as exc:
         exc.source = text
         raise
@@ -47,12 +71,15 @@ def parse_burst(text: str, filename: str | None = None) -> list[tuple[int, str, 
     return out
 
 
-def read_burst_file(path: str | Path) -> list[tuple[int, str, tuple]]:
-    """Read and parse one burst file (see :func:`parse_burst`)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read burst file '{path}': {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"burst file '{path}' is not UTF-8 text") from None
-    return parse_burst(text, str(path))
+def read_burst_file(path: str | Path, arities: Mapping[str, int] | None = None,
+                    locations: Mapping[str, int | None] | None = None
+                    ) -> list[tuple[int, str, tuple]]:
+    """Read and parse one burst file (see :func:`parse_burst`).
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read or is not UTF-8 text (with the line and column of the
+        first bad byte), or as :func:`parse_burst`.
+    """
+    return parse_burst(read_text(path, "burst file"), str(path), arities, locations)

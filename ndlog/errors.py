@@ -78,26 +78,48 @@ class PSNError(Exception):
         """The text of the offending line, if the source is known."""
         if self.span is None or self.source is None:
             return None
-        lines = self.source.splitlines()
+        # lines end at "\n" only, as the parser counts them (str.splitlines would also
+        # split at form feeds and other separators and show the wrong line)
+        lines = self.source.split("\n")
         if 1 <= self.span.line <= len(lines):
-            return lines[self.span.line - 1]
+            return lines[self.span.line - 1].rstrip("\r")
         return None
 
     def render(self) -> str:
-        """Render as ``file:line:col: error: message`` plus the line and a caret."""
+        """Render as ``file:line:col: error: message`` plus the line and a caret.
+
+        A line longer than :data:`_SHOWN` characters is cut to a window around the column.
+        """
         head = f"{self.span}: " if self.span else ""
         out = [f"{head}{self.kind}: {self.message}"]
         text = self.source_line()
         if text is not None:
-            expanded = text.expandtabs(1)
-            out.append("    " + expanded)
-            out.append("    " + " " * max(self.span.column - 1, 0) + "^")
+            shown, caret = _window(text.expandtabs(1), max(self.span.column - 1, 0))
+            out.append("    " + shown)
+            out.append("    " + " " * caret + "^")
         if self.hint:
             out.append(f"hint: {self.hint}")
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.render()
+
+
+#: at most this many characters of a source line are shown under an error
+_SHOWN = 100
+
+
+def _window(line: str, col: int) -> tuple[str, int]:
+    """At most about :data:`_SHOWN` characters of ``line`` around the 0-based ``col``, with
+    control characters shown as ``?``, and where ``col`` is in the result."""
+    start = 0
+    if len(line) > _SHOWN:
+        start = min(max(col - _SHOWN // 2, 0), max(len(line) - _SHOWN, 0))
+    piece = line[start:start + _SHOWN]
+    piece = "".join("?" if ord(c) < 32 or c == "\x7f" else c for c in piece)
+    prefix = "..." if start > 0 else ""
+    suffix = "..." if start + _SHOWN < len(line) else ""
+    return prefix + piece + suffix, len(prefix) + col - start
 
 
 class NDlogSyntaxError(PSNError):

@@ -4,7 +4,15 @@ Role: run lark's LALR(1) parser on the grammar in ``ndlog.lark`` and transform t
 into the immutable AST of :mod:`ndlog.ast`, translating lark's exceptions into
 :class:`~ndlog.errors.NDlogSyntaxError` with file, line, column, caret and what was expected.
 Also checks the purely syntactic shape rules that the grammar cannot express (facts are
-ground, ``keys`` positions are positive, rule names are unique).
+ground, ``keys`` positions are positive, rule names are unique, integer literals fit Python's
+string-to-int limit, terms nest at most :data:`MAX_NESTING` levels deep), and the shape of the
+facts of facts files and bursts (:class:`FactShapes`: one arity and one ``@`` position per
+predicate, the program's when it is known).
+
+Every input ends in a returned AST or a :class:`~ndlog.errors.PSNError` with a position,
+and no input sends it down an exponential path: the lexer's and the error path's regular
+expressions have no ambiguous repetition, and the parse tree's nesting is measured without
+recursion before anything recursive (the transformer, the checks, the evaluators) sees it.
 
 Deliberately not here: the static checks on a whole program (arity, safety, location,
 stratification) live in :mod:`ndlog.checks`; :func:`parse` runs them by default.
@@ -12,9 +20,12 @@ stratification) live in :mod:`ndlog.checks`; :func:`parse` runs them by default.
 
 from __future__ import annotations
 
+import difflib
 import re
+import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import Mapping
 
 import lark
 from lark import Lark, Transformer, v_args
@@ -22,9 +33,19 @@ from lark import Lark, Transformer, v_args
 from . import ast as A
 from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span
 
-__all__ = ["parse", "load", "parse_facts", "parse_atom"]
+__all__ = ["parse", "load", "parse_facts", "parse_atom", "read_text", "FactShapes",
+           "MAX_NESTING"]
 
 _GRAMMAR = Path(__file__).with_name("ndlog.lark")
+
+#: How deep terms may nest: each binary operator, unary minus, builtin call and list bracket
+#: is one level (parentheses are free). Deeper terms are a syntax error, so that the
+#: recursive passes after the parser (AST building, checks, compiling, printing) stay far
+#: from Python's recursion limit.
+MAX_NESTING = 100
+
+#: parse-tree nodes that add one level of nesting
+_NESTED = frozenset({"binop", "neg", "call", "list"})
 
 _TOKEN_NAMES = {
     "NAME": "a name", "VAR": "a variable", "FUNC": "a builtin call", "INT": "an integer",
@@ -81,9 +102,17 @@ class _ToAST(Transformer):
     def var(self, meta, ch):
         return A.Var(str(ch[0]), self._span(ch[0]))
 
+    def _int(self, tok) -> int:
+        try:
+            return int(tok)
+        except ValueError:  # past sys.get_int_max_str_digits()
+            raise NDlogSyntaxError(
+                f"integer literal too long: {len(tok)} digits, at most "
+                f"{sys.get_int_max_str_digits()}", self._span(tok)) from None
+
     def number(self, meta, ch):
         tok = ch[0]
-        value = int(tok) if tok.type == "INT" else float(tok)
+        value = self._int(tok) if tok.type == "INT" else float(tok)
         return A.Const(value, self._span(tok))
 
     def string(self, meta, ch):
@@ -179,10 +208,10 @@ class _ToAST(Transformer):
 
     def limit(self, meta, ch):
         tok = ch[0]
-        return float("inf") if tok.type == "INFINITY" else int(tok)
+        return float("inf") if tok.type == "INFINITY" else self._int(tok)
 
     def keys(self, meta, ch):
-        return tuple((int(k), self._span(k)) for k in ch[1:] if k is not None)
+        return tuple((self._int(k), self._span(k)) for k in ch[1:] if k is not None)
 
     def materialize(self, meta, ch):
         _, name, lifetime, size, keys = ch
@@ -216,7 +245,11 @@ def _end_span(text: str, filename: str | None) -> Span:
     return Span(1, 1, filename)
 
 
-_SCAN_RE = re.compile(r'"([^"\\\n]|\\.)*"|//[^\n]*|/\*(.|\n)*?\*/|(/\*)|[^"/]+|.', re.S)
+#: strings, line comments, closed block comments, an unclosed ``/*`` (group 1), other text.
+#: No alternative repeats a group that can match the same text two ways, so a scan is linear
+#: (``(.|\n)*?`` under re.S would backtrack exponentially over the newlines of an unclosed
+#: comment).
+_SCAN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/|(/\*)|[^"/]+|.', re.S)
 
 
 def _unterminated_comment(text: str, filename: str | None,
@@ -226,7 +259,7 @@ def _unterminated_comment(text: str, filename: str | None,
     for m in _SCAN_RE.finditer(text):
         if m.start() > before:
             return None
-        if m.group(3):
+        if m.group(1):
             line = text.count("\n", 0, m.start()) + 1
             column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             return NDlogSyntaxError("unterminated comment: '/*' has no closing '*/'",
@@ -295,8 +328,9 @@ def _parse_tree(text: str, filename: str | None, start: str = "start"):
             err.span = _end_span(text, filename)
         err.source = text
         raise err from None
-    except RecursionError:
+    except RecursionError:  # pragma: no cover - lark's LALR parser does not recurse
         raise _too_deep(text, filename) from None
+    _check_nesting(tree, filename, text)
     try:
         return _ToAST(filename).transform(tree)
     except lark.exceptions.VisitError as exc:
@@ -314,6 +348,27 @@ def _parse_tree(text: str, filename: str | None, start: str = "start"):
 def _too_deep(text: str, filename: str | None) -> NDlogSyntaxError:
     return NDlogSyntaxError("expression nesting is too deep for the parser; split the "
                             "expression with assignments", Span(1, 1, filename), text)
+
+
+def _check_nesting(tree: lark.Tree, filename: str | None, text: str) -> None:
+    """Reject terms nested deeper than :data:`MAX_NESTING`, walking the tree iteratively.
+
+    The error points at the start of the outermost term of the too-deep nest.
+    """
+    stack: list[tuple[lark.Tree, int, lark.Tree | None]] = [(tree, 0, None)]
+    while stack:
+        node, depth, outer = stack.pop()
+        if node.data in _NESTED:
+            depth += 1
+            outer = outer or node
+            if depth > MAX_NESTING:
+                line = getattr(outer.meta, "line", None)
+                span = Span(line, outer.meta.column, filename) if line else Span(1, 1, filename)
+                raise NDlogSyntaxError(
+                    f"term nested too deep: more than {MAX_NESTING} levels (each operator, "
+                    "unary '-', builtin call and list bracket is a level)", span, text,
+                    hint="bind parts of the expression to variables with ':='")
+        stack.extend((c, depth, outer) for c in node.children if isinstance(c, lark.Tree))
 
 
 def _check_fact(fact: A.Fact, filename: str | None, text: str) -> None:
@@ -411,32 +466,175 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     return program
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """The text of an input file, decoded as UTF-8 (a leading byte-order mark is dropped,
+    line ends become ``\\n`` as in universal-newlines mode).
+
+    Parameters
+    ----------
+    path:
+        The file.
+    what:
+        What the file is, for messages (``"program file"``, ``"facts file"``, ...).
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read, or is not UTF-8: then with the line and column of the
+        first byte that is not, and the line shown with that byte replaced.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(data, exc.start, path, what) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _not_utf8(data: bytes, bad: int, path, what: str) -> InputError:
+    line_start = data.rfind(b"\n", 0, bad) + 1
+    line = data.count(b"\n", 0, bad) + 1
+    column = len(data[line_start:bad].decode("utf-8", "replace")) + 1
+    return InputError(f"{what} '{path}' is not UTF-8 text: byte 0x{data[bad]:02x} cannot be "
+                      "decoded", Span(line, column, str(path)),
+                      data.decode("utf-8", "replace"), hint="save the file as UTF-8")
+
+
 def load(path: str | Path, check: bool = True) -> A.Program:
     """Read and parse an NDlog file; errors name the file.
 
     Raises
     ------
     InputError
-        If the file cannot be read.
+        If the file cannot be read or is not UTF-8 text.
+    NDlogSyntaxError, NDlogSemanticError
+        As :func:`parse`.
     """
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read program file '{path}': {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"program file '{path}' is not UTF-8 text") from None
-    return parse(text, str(path), check=check)
+    return parse(read_text(path, "program file"), str(path), check=check)
 
 
-def parse_facts(text: str, filename: str | None = None) -> list[A.Fact]:
+class FactShapes:
+    """The arity and ``@`` position of each predicate, checked fact by fact.
+
+    With the program's ``arities``, every fact must use a predicate of the program, with its
+    arity; with its ``locations``, a fact that marks an argument with ``@`` must mark the one
+    the program locates (a fact without ``@`` is fine: the program says where it lives; so is
+    any ``@`` on a predicate the program does not locate, as in a centralized program, where
+    ``@`` only names an argument). Where the program's arity or location of a predicate is
+    not known, every fact of it must agree with the first one checked by this object (one
+    file, or every file given to one object).
+
+    Parameters
+    ----------
+    arities:
+        ``predicate -> number of arguments`` in the program (``Program.arities()``), or None.
+    locations:
+        ``predicate -> 0-based index of its '@' argument`` in the program, None for a
+        predicate without one; or None when not known.
+    """
+
+    def __init__(self, arities: Mapping[str, int] | None = None,
+                 locations: Mapping[str, int | None] | None = None):
+        self.arities = arities
+        self.locations = locations
+        self._arity: dict[str, tuple[int, Span | None]] = {}
+        self._loc: dict[str, tuple[int, Span | None]] = {}
+
+    def check_fact(self, fact: A.Fact, source: str | None) -> None:
+        """Check one parsed fact (see :meth:`check`)."""
+        atom = fact.atom
+        loc_span = None if atom.loc is None else (atom.args[atom.loc].span or fact.span)
+        self.check(fact.pred, atom.arity, fact.span, source, atom.loc, loc_span)
+
+    def check(self, pred: str, arity: int, span: Span | None, source: str | None,
+              loc: int | None = None, loc_span: Span | None = None,
+              noun: str = "argument") -> None:
+        """Check a fact of ``pred`` with ``arity`` arguments and ``@`` on argument ``loc``.
+
+        Raises
+        ------
+        InputError
+            At ``span`` (``loc_span`` for the ``@``), naming the expected arity or position
+            and where it comes from.
+        """
+        if self.arities is not None:
+            if pred not in self.arities:
+                raise InputError(f"predicate '{pred}' is not used by the program", span, source,
+                                 hint=_known_predicates(pred, self.arities))
+            want, where = self.arities[pred], "in the program"
+        else:
+            want, first = self._arity.setdefault(pred, (arity, span))
+            where = f"at {_where(first, span)}"
+        if arity != want:
+            raise InputError(f"{pred} has {arity} {noun}{'s' if arity != 1 else ''} here, "
+                             f"but {'arity ' if self.arities is not None else ''}{want} "
+                             f"{where}", span, source)
+        if loc is not None:
+            self._check_loc(pred, loc, loc_span or span, source)
+
+    def _check_loc(self, pred: str, loc: int, span: Span | None, source: str | None) -> None:
+        if self.locations is not None and pred in self.locations:
+            want, where = self.locations[pred], "in the program"
+            if want is None:
+                return
+        else:
+            want, first = self._loc.setdefault(pred, (loc, span))
+            where = f"at {_where(first, span)}"
+        if loc != want:
+            raise InputError(f"{pred} has its '@' on argument {loc + 1} here, but on argument "
+                             f"{want + 1} {where}", span, source)
+
+
+def _where(first: Span | None, here: Span | None) -> str:
+    if first is None:
+        return "an earlier fact"
+    if here is not None and first.filename == here.filename:
+        return f"line {first.line}"
+    return str(first)
+
+
+def _known_predicates(pred: str, known) -> str:
+    """A hint listing the program's predicates, the closest to ``pred`` first."""
+    names = sorted(known)
+    if not names:
+        return "the program uses no predicates"
+    close = difflib.get_close_matches(pred, names, n=len(names), cutoff=0.6)
+    ordered = close + [n for n in names if n not in close]
+    shown = ", ".join(ordered[:12]) + (", ..." if len(ordered) > 12 else "")
+    guess = f"did you mean '{close[0]}'? " if close else ""
+    return f"{guess}the program's predicates are {shown}"
+
+
+def parse_facts(text: str, filename: str | None = None,
+                arities: Mapping[str, int] | None = None,
+                locations: Mapping[str, int | None] | None = None, *,
+                shapes: FactShapes | None = None) -> list[A.Fact]:
     """Parse a text holding only NDlog fact statements (``link(@1, 2, 10).``).
+
+    Parameters
+    ----------
+    text, filename:
+        The facts and the file they come from (named in errors).
+    arities, locations:
+        The program's, when known; see :class:`FactShapes`. Without them, the facts of one
+        predicate must agree with each other in arity and ``@`` position.
+    shapes:
+        A :class:`FactShapes` to check with instead (to carry what earlier texts
+        established); ``arities`` and ``locations`` are then ignored.
 
     Raises
     ------
     NDlogSyntaxError, NDlogSemanticError
         If a statement is not a ground fact.
+    InputError
+        If a fact does not fit the program's or the earlier facts' arity or location.
     """
+    shapes = shapes if shapes is not None else FactShapes(arities, locations)
     items = _parse_tree(text, filename)
     out = []
     for item in items:
@@ -446,6 +644,7 @@ def parse_facts(text: str, filename: str | None = None) -> list[A.Fact]:
             raise NDlogSemanticError(f"a facts file holds only facts, but this is {what}",
                                      item.span, text)
         _check_fact(item, filename, text)
+        shapes.check_fact(item, text)
         out.append(item)
     return out
 

@@ -19,6 +19,10 @@ The pruned predicate itself then holds only those best tuples. The pruning requi
 recursive rules to strictly worsen the aggregated values (positive costs); a violation is an
 :class:`~ndlog.errors.EvaluationError`.
 
+Values nested too deeply for Python's recursion limit (lists within lists, built by a
+recursive rule) end in an :class:`~ndlog.errors.EvaluationError` naming the rule that was
+running; the parser keeps the program's own terms shallow (``ndlog.parser.MAX_NESTING``).
+
 Deliberately not here: incremental maintenance, provenance, message passing (the engine),
 localization, and primary-key replacement of *derived* tuples (keys apply to base facts).
 """
@@ -447,7 +451,11 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
     for r in rules:
         if r.is_aggregate:
             target = rel(r.head.pred)
-            for t in _eval_aggregate_rule(r, rel):
+            try:
+                derived = _eval_aggregate_rule(r, rel)
+            except RecursionError:
+                raise _too_deep(r) from None
+            for t in derived:
                 target.add(t)
     plain = [r for r in rules if not r.is_aggregate]
     selections = {p: _Selection(specs[p]) for p in comp if p in specs}
@@ -465,7 +473,10 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
             t = head(env)
             if t not in target.tuples:
                 bucket.add(t)
-        run(emit)
+        try:
+            run(emit)
+        except RecursionError:
+            raise _too_deep(r) from None
 
     for r in plain:
         if not any(a.pred in comp for a in r.body_atoms):
@@ -484,6 +495,13 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
                 derive(r, run)
         delta = _merge(pending, rel, selections, None)
         plans = _delta_plans(plain, comp, rel, delta)
+
+
+def _too_deep(rule: A.Rule) -> EvaluationError:
+    return EvaluationError(
+        f"rule {rule.name} met a value nested too deeply for Python's recursion limit "
+        "(lists within lists, hundreds of levels deep)", rule.span,
+        hint="bound the recursion that builds the nested lists")
 
 
 def _delta_plans(rules, comp, rel, delta):

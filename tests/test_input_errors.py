@@ -1,0 +1,446 @@
+"""Bad input files and pathological programs end in a PSNError with a position, quickly.
+
+One test (or a few) per failure a user found by fuzzing the front end and the input readers:
+an unclosed comment before a syntax error (once an exponential regular-expression scan), CSV
+fields past the csv module's limit, terms nested past Python's recursion limit, integers past
+Python's 4,300-digit conversion limit, non-UTF-8 files, facts and bursts whose predicate,
+arity or ``@`` position does not fit the program or each other, burst syntax errors without a
+word on the burst syntax, CSV header rows, and CSV values such as ``nan``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import psn
+from engine.bursts import BURST_HINT, parse_burst, read_burst_file
+from ndlog.builtins import format_value
+from ndlog.errors import (EvaluationError, InputError, NDlogSemanticError, NDlogSyntaxError,
+                          PSNError, Span)
+from ndlog.output import (jsonable, program_locations, read_facts_file, read_facts_files,
+                          relations_to_json, render_relations)
+from ndlog.parser import MAX_NESTING, FactShapes, load, parse_facts
+
+from test_checks import REACHABLE
+
+ARITIES = {"link": 3, "reachable": 2}
+LOCATIONS = {"link": 0, "reachable": 0}
+
+
+def caret_column(err: PSNError) -> int:
+    return err.render().splitlines()[2].index("^") - 4 + 1
+
+
+def write(tmp_path, name: str, text: str | bytes):
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+# -- an unclosed comment before a syntax error ------------------------------------------------
+
+@pytest.mark.parametrize("lines", [28, 200, 2000])
+def test_unclosed_comment_is_reported_at_the_comment_quickly(lines):
+    text = "link(@a, b, 1).\n/* not closed\n" + "link(@a, b, 1).\n" * lines + "link(@a, , 1).\n"
+    start = time.perf_counter()
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse(text, "c.ndl")
+    assert time.perf_counter() - start < 1.0
+    err = info.value
+    assert "unterminated comment" in err.message
+    assert (err.filename, err.line, err.column) == ("c.ndl", 2, 1)
+    assert err.render().splitlines()[1] == "    /* not closed"
+
+
+def test_closed_comments_around_an_error_still_point_at_the_error():
+    text = "/* one\n two */\nlink(@a, b, 1). /* three */\nlink(@a, , 1).\n"
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse(text, "c.ndl")
+    assert (info.value.line, info.value.column) == (4, 10)
+    assert "unterminated" not in info.value.message
+
+
+def test_unclosed_comment_in_a_facts_file_and_a_burst(tmp_path):
+    text = "link(@a, b, 1).\n  /* open\n" + "link(@a, b, 1).\n" * 300
+    with pytest.raises(NDlogSyntaxError, match="unterminated comment") as info:
+        read_facts_file(write(tmp_path, "f.ndl", text))
+    assert (info.value.line, info.value.column) == (2, 3)
+    with pytest.raises(NDlogSyntaxError, match="unterminated comment") as info:
+        parse_burst("+" + text, "b.txt")
+    assert (info.value.line, info.value.column) == (2, 3)
+
+
+# -- CSV fields past the csv module's limit ---------------------------------------------------
+
+def test_csv_field_past_the_field_size_limit(tmp_path):
+    path = write(tmp_path, "link.csv", "a,b,1\nb,c,2\nc," + "x" * 200_000 + ",3\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path)
+    err = info.value
+    assert (err.filename, err.line) == (str(path), 3)
+    assert "longer than" in err.message and "characters" in err.message
+    assert len(err.render()) < 500  # the long line is cut around the column
+
+
+# -- terms nested past the recursion limit ----------------------------------------------------
+
+@pytest.mark.parametrize("term,what", [
+    ("Z" + " + 1" * 3000, "sum"),
+    ("-" * 3000 + "Z", "negation"),
+    ("f_abs(" * 600 + "Z" + ")" * 600, "call"),
+    ("[" * 3000 + "Z" + "]" * 3000, "list"),
+    ("Z" + " + 1" * 400, "sum below the parser's old limit"),
+])
+def test_deep_terms_are_a_syntax_error_at_the_term(term, what):
+    text = f"r1 p(@X, Y) :- q(@X, Z),\n    Y := {term}.\n"
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse(text, "deep.ndl")
+    err = info.value
+    assert "nested too deep" in err.message, what
+    assert (err.line, err.column) == (2, 10)
+    assert caret_column(err) == 10
+
+
+def test_terms_at_the_nesting_limit_parse_and_evaluate():
+    sums = "Z" + " + 1" * MAX_NESTING
+    lists = "[" * MAX_NESTING + "Z" + "]" * MAX_NESTING
+    calls = "f_abs(" * MAX_NESTING + "Z" + ")" * MAX_NESTING
+    text = (f"r1 s(@X, Y) :- q(@X, Z), Y := {sums}.\n"
+            f"r2 l(@X, Y) :- q(@X, Z), Y := {lists}.\n"
+            f"r3 c(@X, Y) :- q(@X, Z), Y := {calls}.\n"
+            "q(@a, -2).\n")
+    result = psn.evaluate(psn.parse(text, "limit.ndl"))
+    assert result["s"] == {("a", MAX_NESTING - 2)}
+    assert result["c"] == {("a", 2)}
+    (value,) = [t[1] for t in result["l"]]
+    for _ in range(MAX_NESTING):
+        value = value[0]
+    assert value == -2
+    assert "[[[" in render_relations(result)
+
+
+def test_deep_list_in_a_facts_file_is_a_syntax_error(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(@a, b, 1).\nlink(@a, b, " + "[" * 5000 + "]" * 5000
+                 + ").\n")
+    with pytest.raises(NDlogSyntaxError, match="nested too deep") as info:
+        read_facts_file(path)
+    assert (info.value.filename, info.value.line, info.value.column) == (str(path), 2, 13)
+
+
+def test_values_nested_deeply_at_run_time_end_in_evaluation_errors():
+    grow = "p(@a, 0, nil).\nr1 p(@X, M, [L]) :- p(@X, N, L), N < 1500, M := N + 1.\n"
+    result = psn.evaluate(psn.parse(grow, "grow.ndl"))
+    assert len(result["p"]) == 1501
+    with pytest.raises(EvaluationError, match="nested too deeply"):
+        render_relations(result)
+    with pytest.raises(EvaluationError, match="nested too deeply"):
+        relations_to_json(result)
+    compare = grow + "r2 q(@X, N) :- p(@X, N, L), p(@X, N2, L2), N != N2, L == L2.\n"
+    with pytest.raises(EvaluationError, match="rule r2") as info:
+        psn.evaluate(psn.parse(compare, "grow.ndl"))
+    assert info.value.line == 3
+
+
+# -- integers past Python's str->int limit ----------------------------------------------------
+
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize("text,col", [
+    (f"link(@a, b, {LONG}).", 13),
+    (f"materialize(link, {LONG}, infinity, keys(1)).", 19),
+    (f"materialize(link, infinity, infinity, keys({LONG})).", 44),
+    (f"r1 p(@X, Y) :- link(@X, Y, C), C > {LONG}.", 36),
+])
+def test_long_integer_literals_are_syntax_errors(text, col):
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse(text, "int.ndl")
+    err = info.value
+    assert "integer literal too long: 5000 digits" in err.message
+    assert (err.line, err.column) == (1, col)
+    assert caret_column(err) == col
+    assert len(err.render().splitlines()[1]) < 120  # the 5000-digit line is cut
+
+
+def test_long_integer_in_csv_and_facts_files(tmp_path):
+    with pytest.raises(InputError, match="integer too long: 5000 digits") as info:
+        read_facts_file(write(tmp_path, "link.csv", f"a,b,1\nb,c,{LONG}\n"))
+    assert (info.value.line, info.value.column) == (2, 5)
+    with pytest.raises(NDlogSyntaxError, match="too long") as info:
+        read_facts_file(write(tmp_path, "f.ndl", f"link(@a, b, 1).\nlink(@a, b, {LONG}).\n"))
+    assert (info.value.line, info.value.column) == (2, 13)
+
+
+def test_results_with_integers_too_long_for_str_print_exactly():
+    bound = "1" + "0" * 3000
+    program = psn.parse(f"big(@a, 10).\nr1 big(@X, M) :- big(@X, N), N < {bound}, "
+                        "M := N * N * N.\n")
+    result = psn.evaluate(program)
+    huge = max(t[1] for t in result["big"])
+    assert huge == 10 ** 6561
+    assert format_value(huge) == "1" + "0" * 6561
+    assert format_value(-(huge + 7)) == "-1" + "0" * 6560 + "7"
+    assert "big(a, 1" + "0" * 6561 + ")" in render_relations(result)
+    assert ("a", "1" + "0" * 6561) in [tuple(r) for r in relations_to_json(result)["big"]]
+    json.dumps(relations_to_json(result))
+    assert jsonable(10 ** 20) == 10 ** 20
+
+
+# -- non-UTF-8 files --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reader,what", [
+    (read_facts_file, "facts file"), (read_burst_file, "burst file"), (load, "program file")])
+def test_non_utf8_files_name_the_file_and_the_byte(tmp_path, reader, what):
+    path = write(tmp_path, "x.ndl", b"link(@a, b, 1).\nlink(@a, \xe9t\xe9, 1).\n")
+    with pytest.raises(InputError) as info:
+        reader(path)
+    err = info.value
+    assert f"{what} '{path}' is not UTF-8" in err.message and "0xe9" in err.message
+    assert (err.filename, err.line, err.column) == (str(path), 2, 10)
+    assert caret_column(err) == 10
+
+
+def test_non_utf8_csv_file(tmp_path):
+    path = write(tmp_path, "link.csv", b"a,b,1\n\xff,c,2\n")
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        read_facts_file(path)
+    assert (info.value.line, info.value.column) == (2, 1)
+
+
+def test_byte_order_mark_and_crlf_are_read(tmp_path):
+    path = write(tmp_path, "f.ndl", b"\xef\xbb\xbflink(@a, b, 1).\r\nlink(@b, c, 2).\r\n")
+    assert read_facts_file(path) == {"link": [("a", "b", 1), ("b", "c", 2)]}
+    path = write(tmp_path, "link.csv", b"\xef\xbb\xbfa,b,1\r\nb,c,2\r\n")
+    assert read_facts_file(path) == {"link": [("a", "b", 1), ("b", "c", 2)]}
+
+
+# -- arities of facts and bursts --------------------------------------------------------------
+
+def test_fact_of_another_arity_than_the_program(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(@a, b, 1).\n  link(@b, c).\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path, ARITIES)
+    err = info.value
+    assert err.message == "link has 2 arguments here, but arity 3 in the program"
+    assert (err.filename, err.line, err.column) == (str(path), 2, 3)
+    assert caret_column(err) == 3
+
+
+def test_facts_of_one_predicate_with_two_arities_in_one_file(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(@a, b, 1).\nlink(@b, c).\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path)
+    assert info.value.message == "link has 2 arguments here, but 3 at line 1"
+    assert (info.value.line, info.value.column) == (2, 1)
+
+
+def test_facts_of_one_predicate_with_two_arities_in_two_files(tmp_path):
+    first = write(tmp_path, "a.ndl", "link(@a, b, 1).\n")
+    second = write(tmp_path, "b.ndl", "\nlink(@b, c).\n")
+    assert read_facts_file(second) == {"link": [("b", "c")]}
+    with pytest.raises(InputError) as info:
+        read_facts_files([str(first), str(second)])
+    assert info.value.message == f"link has 2 arguments here, but 3 at {first}:1:1"
+    assert (info.value.filename, info.value.line) == (str(second), 2)
+
+
+def test_fact_of_a_predicate_the_program_does_not_use(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(@a, b, 1).\nlnk(@a, b, 1).\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path, ARITIES)
+    err = info.value
+    assert err.message == "predicate 'lnk' is not used by the program"
+    assert (err.line, err.column) == (2, 1)
+    assert err.hint == "did you mean 'link'? the program's predicates are link, reachable"
+
+
+def test_burst_arity_errors_point_past_the_sign():
+    text = "+link(@a, b, 1).\n-link(@a, b, 1).\n +link(@a, b).\n"
+    with pytest.raises(InputError) as info:
+        parse_burst(text, "burst.txt", ARITIES, LOCATIONS)
+    err = info.value
+    assert str(err.span) == "burst.txt:3:3"
+    assert err.message == "link has 2 arguments here, but arity 3 in the program"
+    assert err.render().splitlines()[1:3] == ["     +link(@a, b).", "      ^"]
+    with pytest.raises(InputError, match="but 3 at line 1"):
+        parse_burst(text, "burst.txt")
+    with pytest.raises(InputError, match="'reach' is not used") as info:
+        parse_burst("-reach(@a, b).\n", "burst.txt", ARITIES)
+    assert "did you mean 'reachable'?" in info.value.hint
+
+
+def test_burst_files_take_the_program_shapes(tmp_path):
+    path = write(tmp_path, "b.txt", "+link(@a, b, 1).\n-link(@a, b, 1).\nlink(@c, d, 2).\n")
+    assert read_burst_file(path, ARITIES, LOCATIONS) == [
+        (1, "link", ("a", "b", 1)), (-1, "link", ("a", "b", 1)), (1, "link", ("c", "d", 2))]
+    with pytest.raises(InputError, match="not used by the program"):
+        read_burst_file(path, {"reachable": 2})
+
+
+def test_csv_arity_against_the_program(tmp_path):
+    path = write(tmp_path, "link.csv", "a,b\nb,c\n")
+    assert read_facts_file(path) == {"link": [("a", "b"), ("b", "c")]}
+    with pytest.raises(InputError) as info:
+        read_facts_file(path, ARITIES)
+    assert info.value.message == "link has 2 columns here, but arity 3 in the program"
+    assert (info.value.line, info.value.column) == (1, 1)
+    with pytest.raises(InputError, match="'lnk' is not used"):
+        read_facts_file(write(tmp_path, "lnk.csv", "a,b,1\n"), ARITIES)
+
+
+def test_program_arities_and_locations_accept_their_own_facts(tmp_path):
+    program = psn.parse(REACHABLE)
+    arities, locations = program.arities(), program_locations(program)
+    assert (arities, locations) == ({"reachable": 2, "link": 2}, {"reachable": 0, "link": 0})
+    path = write(tmp_path, "f.ndl", "link(@a, b). link(b, c).\n")
+    assert read_facts_file(path, arities, locations) == {"link": [("a", "b"), ("b", "c")]}
+    facts = read_facts_file(path, arities, locations)
+    assert psn.evaluate(program, facts)["reachable"] == {("a", "b"), ("b", "c"), ("a", "c")}
+
+
+# -- a burst syntax error explains the burst syntax -------------------------------------------
+
+@pytest.mark.parametrize("text,line", [
+    ("+link(@a, b, 1).\n*link(@a, b, 1).\n", 2),
+    ("+link(@a, b, 1)\n-link(@a, c, 1).\n", 1),
+    ("+link(@a, b, 1).\n+ link(X, b, 1) :- q(X).\n", 2),
+])
+def test_burst_syntax_errors_hint_at_the_burst_syntax(text, line):
+    with pytest.raises((NDlogSyntaxError, NDlogSemanticError)) as info:
+        parse_burst(text, "b.txt")
+    assert info.value.line == line
+    assert info.value.hint.endswith(BURST_HINT)
+    assert BURST_HINT == "each line is +fact. (insert), -fact. (delete) or fact. (insert)"
+    assert info.value.render().splitlines()[-1] == f"hint: {info.value.hint}"
+
+
+def test_facts_file_syntax_errors_have_no_burst_hint(tmp_path):
+    with pytest.raises(NDlogSyntaxError) as info:
+        read_facts_file(write(tmp_path, "f.ndl", "link(@a, b, 1).\n*link(@a, b, 1).\n"))
+    assert BURST_HINT not in (info.value.hint or "")
+
+
+# -- CSV header rows --------------------------------------------------------------------------
+
+def test_csv_header_of_capitalized_names_is_skipped(tmp_path):
+    path = write(tmp_path, "reachable.csv", "S,D\na,b\nb,c\n")
+    assert read_facts_file(path) == {"reachable": [("a", "b"), ("b", "c")]}
+    path = write(tmp_path, "link.csv", "\nSrc, Dst ,Cost_2\na,b,1\n")
+    assert read_facts_file(path) == {"link": [("a", "b", 1)]}
+
+
+@pytest.mark.parametrize("first", ["src,dst", "S,dst", "S,2", "S D,X", "@S,D", "S,"])
+def test_csv_first_row_that_is_not_all_capitalized_names_is_data(tmp_path, first):
+    path = write(tmp_path, "reachable.csv", f"{first}\na,b\n")
+    rows = read_facts_file(path)["reachable"]
+    assert len(rows) == 2 and rows[1] == ("a", "b")
+
+
+def test_csv_header_counts_for_the_width_and_only_the_first_row_is_one(tmp_path):
+    with pytest.raises(InputError, match="row has 2 columns, earlier rows have 3") as info:
+        read_facts_file(write(tmp_path, "link.csv", "Src,Dst,Cost\na,b\n"))
+    assert info.value.line == 2
+    path = write(tmp_path, "names.csv", "Who,Whom\nAlice,Bob\n")
+    assert read_facts_file(path) == {"names": [("Alice", "Bob")]}
+
+
+def test_csv_values(tmp_path):
+    path = write(tmp_path, "v.csv",
+                 "1, -2 ,+3,2.5,1e3,infinity,-infinity,nan,inf,1_000,x y,\"a,b\",\n")
+    (row,) = read_facts_file(path)["v"]
+    assert row == (1, -2, 3, 2.5, 1000.0, float("inf"), float("-inf"), "nan", "inf", "1_000",
+                   "x y", "a,b", "")
+
+
+def test_csv_record_lines_count_quoted_newlines(tmp_path):
+    path = write(tmp_path, "p.csv", 'a,"two\nlines"\nb,c,d\n')
+    with pytest.raises(InputError, match="row has 3 columns") as info:
+        read_facts_file(path)
+    assert info.value.line == 3
+
+
+# -- location specifiers of facts and bursts --------------------------------------------------
+
+def test_fact_locating_another_argument_than_the_program(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(@a, b, 1).\nlink(a, @b, 1).\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path, ARITIES, LOCATIONS)
+    err = info.value
+    assert err.message == "link has its '@' on argument 2 here, but on argument 1 in the program"
+    assert (err.line, err.column) == (2, 10)
+    assert caret_column(err) == 10
+
+
+def test_burst_locating_another_argument_than_the_program():
+    with pytest.raises(InputError, match="'@' on argument 2 here, but on argument 1 in the "
+                       "program") as info:
+        parse_burst("-link(2, @3, 1).\n", "b.txt", ARITIES, LOCATIONS)
+    assert str(info.value.span) == "b.txt:1:11"
+
+
+def test_facts_of_one_predicate_locating_two_arguments(tmp_path):
+    path = write(tmp_path, "f.ndl", "link(a, @b, 1).\nlink(@a, b, 1).\n")
+    with pytest.raises(InputError) as info:
+        read_facts_file(path)
+    assert info.value.message == "link has its '@' on argument 1 here, but on argument 2 at line 1"
+    assert (info.value.line, info.value.column) == (2, 7)
+
+
+def test_location_rules_that_accept():
+    # the program locates the second argument: so may the facts
+    program = psn.parse("r1 back(X, @Y) :- link(X, @Y).\n")
+    locations = program_locations(program)
+    assert locations == {"back": 1, "link": 1}
+    facts = parse_facts("link(a, @b).\nlink(b, c).\n", "f.ndl", program.arities(), locations)
+    assert [f.values for f in facts] == [("a", "b"), ("b", "c")]
+    # a centralized program locates nothing: '@' only names an argument there
+    central = psn.parse("r1 tc(X, Y) :- edge(X, Y).\n")
+    facts = parse_facts("edge(@a, b).\nedge(c, @d).\n", "f.ndl", central.arities(),
+                        program_locations(central))
+    assert [f.values for f in facts] == [("a", "b"), ("c", "d")]
+    # unknown locations: consistent positions are fine, wherever they are
+    assert len(parse_facts("link(a, @b).\nlink(c, @d).\nlink(e, f).\n")) == 3
+
+
+def test_fact_shapes_directly():
+    shapes = FactShapes({"p": 1})
+    shapes.check("p", 1, Span(1, 1, "x"), None)
+    with pytest.raises(InputError, match="p has 2 things here, but arity 1 in the program"):
+        shapes.check("p", 2, Span(2, 1, "x"), None, noun="thing")
+    with pytest.raises(InputError) as info:
+        FactShapes({}).check("p", 1, Span(1, 1, "x"), None)
+    assert info.value.hint == "the program uses no predicates"
+
+
+# -- rendering of odd source lines ------------------------------------------------------------
+
+def test_caret_line_counts_lines_as_the_parser_does():
+    # a form feed is blank space to the parser, not a line break
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse("p(a).\x0cq(a).\nr(a) s\n", "ff.ndl")
+    assert info.value.line == 2
+    assert info.value.render().splitlines()[1] == "    r(a) s"
+
+
+def test_control_characters_are_shown_as_question_marks():
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse("p(a).\x00", "nul.ndl")
+    assert info.value.render().splitlines()[1:3] == ["    p(a).?", "         ^"]
+
+
+
+def test_long_source_lines_are_cut_around_the_column():
+    text = "p(" + "a, " * 1000 + "$" + ", b" * 1000 + ")."
+    with pytest.raises(NDlogSyntaxError) as info:
+        psn.parse(text, "long.ndl")
+    err = info.value
+    assert err.column == 3003
+    shown, caret = err.render().splitlines()[1:3]
+    assert shown.startswith("    ...") and shown.endswith("...") and len(shown) < 120
+    assert shown[caret.index("^")] == "$"
