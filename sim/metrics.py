@@ -41,6 +41,10 @@ TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates
 STATE_FIELDS = ("tuples", "provenance_bytes", "state_bytes")
 
 
+#: longest step label :meth:`StepResult.__repr__` shows in full
+_REPR_LABEL = 60
+
+
 class Tally:
     """Counters of one node or one worker (see :data:`TALLY_FIELDS`)."""
 
@@ -141,6 +145,24 @@ class StepResult:
     check: bool | None = None
     diff: list = field(default_factory=list)
     converged: bool = True
+
+    def __repr__(self) -> str:
+        """One short line: the per-node and per-worker tables (kilobytes on a 100-node
+        network) are left out; :meth:`summary` and :func:`write_json` have every figure."""
+        label = self.label if len(self.label) <= _REPR_LABEL else \
+            self.label[:_REPR_LABEL - 3] + "..."
+        t = self.traffic
+        parts = [f"index={self.index}", f"label={label!r}",
+                 f"sim_time={self.sim_time:.6g}", f"wall_time={self.wall_time:.3g}",
+                 f"traffic=<{t.get('msgs_sent', 0)} messages, {t.get('bytes_sent', 0)} "
+                 f"bytes sent, {t.get('processed', 0)} updates processed>",
+                 f"check={self.check}"]
+        if self.diff:
+            n = len(self.diff)
+            parts.append(f"diff=<{n} tuple{'' if n == 1 else 's'}>")
+        if not self.converged:
+            parts.append("converged=False")
+        return f"StepResult({', '.join(parts)})"
 
     def summary(self) -> dict:
         """The step's one-line figures (no per-node tables)."""

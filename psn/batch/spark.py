@@ -556,7 +556,7 @@ def _float_sum_udf():
             except OverflowError:
                 return math.copysign(math.inf, exact)
 
-    return F.udf(exact_sum, T.DoubleType())
+    return F.udf(exact_sum, T.DoubleType(), useArrow=False)
 
 
 def _int_ratio_udf():
@@ -568,7 +568,7 @@ def _int_ratio_udf():
     def ratio(total, count):
         return int(total) / count
 
-    return F.udf(ratio, T.DoubleType())
+    return F.udf(ratio, T.DoubleType(), useArrow=False)
 
 
 def _union(dfs: list):

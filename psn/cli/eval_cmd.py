@@ -1,5 +1,5 @@
-"""``psn eval PROGRAM [--facts FILE]... [--format table|json|csv]``: run the centralized
-reference evaluator and print every relation.
+"""``psn eval PROGRAM [--facts FILE]... [--format table|json|csv] [--output FILE]``: run
+the centralized reference evaluator and print (or write) every relation.
 
 Deliberately not here: distributed execution (``psn run``) and Spark (``psn reference``).
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["register"]
+from .reference_cmd import add_output_options, output_format, write_text
+
+__all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--facts", action="append", default=[], metavar="FILE",
                    help="facts file: NDlog fact statements, or FILE.csv rows of the "
                    "predicate named by the file (repeatable)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_output_options(p)
     p.add_argument("--no-aggsel", action="store_true",
                    help="turn aggregate selection off (enumerates every path)")
     p.add_argument("--relation", action="append", default=[], metavar="NAME",
@@ -32,9 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from ndlog.parser import load
     from ndlog.reference import evaluate
 
+    fmt = output_format(args.format, args.output)
     program = load(args.program)
     facts = read_facts_files(args.facts)
     result = evaluate(program, facts, aggsel=not args.no_aggsel)
     result = select_relations(result, args.relation)
-    print(render_relations(result, args.format))
+    write_text(render_relations(result, fmt), args.output)
     return 0

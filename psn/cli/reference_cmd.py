@@ -1,10 +1,11 @@
 """``psn reference PROGRAM [--facts FILE]... [--engine python|spark] [--spark-master URL]
 [--format table|json|csv] [--output FILE]``: compute the reference result relations.
 
-Role: the command-line face of the two reference evaluators (RUNTIME.md §6): the Python
-one (:func:`ndlog.reference.evaluate`) and the Spark batch one
+Role: the command-line face of the two reference evaluators: the Python one
+(:func:`ndlog.reference.evaluate`) and the Spark batch one
 (:func:`psn.batch.spark.evaluate_spark`, local Spark unless ``--spark-master`` names a
-cluster). Prints the relations or writes them to a file.
+cluster). Prints the relations or writes them to a file, in the format ``--format`` names or
+else the one the file's extension names (:func:`output_format`, shared with ``psn eval``).
 
 Deliberately not here: distributed runs and their checking (``psn run --check spark``
 calls :func:`psn.batch.spark.evaluate_spark` and :func:`ndlog.check.compare_relations`);
@@ -15,8 +16,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "add_output_options", "output_format", "write_text", "FORMATS"]
+
+#: formats relations can be rendered in (:func:`ndlog.output.render_relations`)
+FORMATS = ("table", "json", "csv")
+#: file extensions that name a format; any other extension means ``table``
+_SUFFIX_FORMATS = {".json": "json", ".csv": "csv"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,9 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="evaluator (default: spark)")
     p.add_argument("--spark-master", metavar="URL", default=None,
                    help="Spark master URL (default: local[*], UI off, quiet logs)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.add_argument("--output", metavar="FILE", default=None,
-                   help="write the relations to FILE instead of standard output")
+    add_output_options(p)
     p.add_argument("--no-aggsel", action="store_true",
                    help="turn aggregate selection off (enumerates every path)")
     p.set_defaults(func=run)
@@ -47,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.spark_master and args.engine != "spark":
         raise InputError("--spark-master needs --engine spark")
+    fmt = output_format(args.format, args.output)
     program = load(args.program)
     facts = read_facts_files(args.facts)
     if args.engine == "spark":
@@ -56,13 +62,74 @@ def run(args: argparse.Namespace) -> int:
     else:
         from ndlog.reference import evaluate
         result = evaluate(program, facts, aggsel=not args.no_aggsel)
-    text = render_relations(result, args.format)
-    if args.output:
-        try:
-            with open(args.output, "w") as fh:
-                fh.write(text + "\n")
-        except OSError as exc:
-            raise InputError(f"cannot write '{args.output}': {exc.strerror or exc}") from None
-    else:
-        sys.stdout.write(text + "\n")
+    write_text(render_relations(result, fmt), args.output)
     return 0
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--format`` and ``--output`` to a subcommand that prints relations."""
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="table (NDlog facts), json or csv; default: the format --output's "
+                   "extension names (.json, .csv), else table")
+    p.add_argument("--output", metavar="FILE", default=None,
+                   help="write the relations to FILE instead of standard output")
+
+
+def output_format(fmt: str | None, output: str | None) -> str:
+    """The format to render relations in, from ``--format`` and ``--output``.
+
+    Parameters
+    ----------
+    fmt:
+        The ``--format`` given, or ``None``.
+    output:
+        The ``--output`` file, or ``None`` for standard output.
+
+    Returns
+    -------
+    str
+        ``fmt`` if given; else the format the extension of ``output`` names (``.json``,
+        ``.csv``, case-insensitive); else ``"table"``.
+
+    Raises
+    ------
+    InputError
+        If ``fmt`` is given and ``output``'s extension names another format
+        (``--format table --output x.json``).
+
+    Examples
+    --------
+    >>> output_format(None, "result.JSON"), output_format(None, "out.txt")
+    ('json', 'table')
+    >>> output_format("csv", None), output_format("json", "out.txt")
+    ('csv', 'json')
+    """
+    from ndlog.errors import InputError
+
+    named = _SUFFIX_FORMATS.get(Path(output).suffix.lower()) if output else None
+    if fmt is None:
+        return named or "table"
+    if named is not None and named != fmt:
+        raise InputError(f"--format {fmt} disagrees with --output '{output}', whose "
+                         f"extension names {named}; drop one of them or make them agree")
+    return fmt
+
+
+def write_text(text: str, output: str | None) -> None:
+    """Write ``text`` and a newline to the file ``output``, or to standard output.
+
+    Raises
+    ------
+    InputError
+        If ``output`` cannot be written (missing directory, no permission, ...).
+    """
+    from ndlog.errors import InputError
+
+    if not output:
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        with open(output, "w") as fh:
+            fh.write(text + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write '{output}': {exc.strerror or exc}") from None

@@ -1,0 +1,44 @@
+"""Wording of the messages and reports PSN prints: counts with their nouns.
+
+Role: small helpers that make printed text read naturally (``1 tuple``, ``2 tuples``,
+``1,000 steps``), shared by every package that prints (it sits in the language core, which
+every other package may import).
+
+Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
+:func:`ndlog.builtins.format_value`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["count_noun"]
+
+
+def count_noun(n: int, singular: str, plural: str | None = None) -> str:
+    """``n`` and the noun that agrees with it, the count with thousands separators.
+
+    Parameters
+    ----------
+    n:
+        The count.
+    singular:
+        The noun for exactly one (``"tuple"``).
+    plural:
+        The noun for any other count; default ``singular + "s"`` (give it for irregular
+        nouns: ``count_noun(n, "entry", "entries")``).
+
+    Returns
+    -------
+    str
+        ``"1 tuple"``, ``"0 tuples"``, ``"1,000 steps"``.
+
+    Examples
+    --------
+    >>> count_noun(1, "tuple"), count_noun(2, "tuple"), count_noun(0, "tuple")
+    ('1 tuple', '2 tuples', '0 tuples')
+    >>> count_noun(1000, "step")
+    '1,000 steps'
+    >>> count_noun(3, "entry", "entries"), count_noun(1, "entry", "entries")
+    ('3 entries', '1 entry')
+    """
+    noun = singular if n == 1 else (plural if plural is not None else singular + "s")
+    return f"{n:,} {noun}"
