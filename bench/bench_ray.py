@@ -42,11 +42,6 @@ r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
 """
 
 
-def _best_annotation() -> str:
-    from provenance import scheme_names
-    return "absorption" if "absorption" in scheme_names() else "set"
-
-
 def _scheme(name: str):
     """What to pass as ``annotation=``: the name, or a fresh scheme object for
     ``absorption`` while that scheme is not registered by name (it is held back until the
@@ -88,7 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per row (best is shown)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    annotation = args.annotation or _best_annotation()
+    annotation = args.annotation or "absorption"
     program = psn.parse(REACH)
     topo = topologies.make(args.topology, seed=args.seed)
     facts = topo.facts(2)

@@ -25,22 +25,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _annotation(requested: str):
-    """The scheme to run: ``requested``, or for ``best`` absorption (registered, or its
-    class while issue 5 lands) when the engine has MinShip, else set semantics."""
-    from provenance import scheme_names
-    from engine import Network
-    from sim.simulation import _accepts
-    if requested != "best":
-        return requested
-    if _accepts(Network, "ship"):
-        if "absorption" in scheme_names():
-            return "absorption"
-        try:
-            from provenance.absorption import AbsorptionScheme
-            return AbsorptionScheme()
-        except ImportError:
-            pass
-    return "set"
+    """The scheme to run: ``requested``, or the engines' default for ``default``."""
+    return "absorption" if requested == "default" else requested
 
 
 def _preload() -> None:
@@ -96,7 +82,7 @@ def run_isolated(config: dict) -> list:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only the 100-node row")
-    ap.add_argument("--annotation", default="best")
+    ap.add_argument("--annotation", default="default")
     ap.add_argument("--delivery", default="random")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--seed", type=int, default=1)

@@ -192,14 +192,11 @@ def _mode_aggs(spec, mode: str) -> tuple:
 def _detect(program) -> dict:
     """``aggsel_candidates`` on the program a user wrote (unfolding hidden predicates of a
     program given already localized)."""
+    from localize.passes import unfold_hidden
     from ndlog.analysis import aggsel_candidates
     specs = aggsel_candidates(program)
     if specs:
         return specs
-    try:
-        from localize.passes import unfold_hidden
-    except ImportError:  # pragma: no cover
-        return {}
     return aggsel_candidates(unfold_hidden(program))
 
 

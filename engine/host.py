@@ -1,177 +1,255 @@
-"""A worker hosting many nodes: what a Ray actor (issue 7) or a query processor wraps.
+"""The one node-hosting loop: PSN nodes driven over a transport until nothing is left to do.
 
-Role: RUNTIME.md distinguishes nodes from workers: a worker process hosts many nodes, and a
-message between two nodes of one worker costs no network traffic. :class:`WorkerHost` owns
-the nodes a :class:`~engine.transport.Placement` assigns to one worker, shares one annotation
-context per worker (one BDD manager per process for absorption), runs its nodes until none
-has local work, delivers updates between its own nodes directly, and returns what must leave
-the worker *batched per destination worker*, as msgpack bytes (:mod:`engine.wire`). The
-receiving host decodes a batch in its own context and routes each update to its node by the
-fact's location (the head's location value, so no address is shipped).
+Role: a :class:`Host` owns the :class:`~engine.node.Node` objects of one process (all nodes
+of an in-memory or simulated network, or the nodes of one Ray worker), their annotation
+contexts, and the loop every transport shares: poll the transport for delivered messages,
+queue them at their nodes, step every node that has work (pick a batch, fire, commit;
+Nigam et al. 2012, Algorithm 1), hand each step's output to the transport per destination
+(the transport encodes and counts it, :class:`engine.transport.Meter`), and at quiescence
+flush the nodes' send stages (MinShip's end of stream, Liu et al. 2009, Sec. 5). Transports
+differ only in how a message travels and what time it is: the in-memory transport reorders
+in logical time, the simulator delays in virtual time, a Ray worker's transport keeps
+messages for its own nodes and batches the rest for other workers.
 
-Termination detection is the driver's business; :attr:`WorkerHost.sent` and
-:attr:`WorkerHost.received` count updates crossing the worker boundary (RUNTIME.md Sec. 7:
-stop after two consecutive polls with equal, matching totals).
+:meth:`Host.report` is the one assembly of engine and traffic counters (per node and in
+total) that every engine reports from.
 
-Deliberately not here: Ray itself, the base-fact ledger (:mod:`engine.ledger`, kept by
-the driver), delivery order across workers (the driver's or the network's).
+Deliberately not here: the base-fact ledger and bursts (:mod:`engine.network`), delivery
+order, latencies and wire bytes (the transports), annotation semantics (``provenance``),
+termination detection across processes (the Ray driver).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from .node import Node
-from .program import EngineProgram, prepare
+from ndlog.builtins import format_value
 
-__all__ = ["WorkerHost"]
+from .gcpause import relaxed_gc
+from .node import Node, drop_unmatched_deletions, format_fact, group_by_destination
+from .program import EngineProgram
+from .wire import Codec
+
+__all__ = ["Host", "Contexts", "ENGINE_COUNTERS"]
+
+#: Engine counters of a node, summed by :meth:`Host.report`.
+ENGINE_COUNTERS = ("updates_processed", "updates_received", "updates_fired", "derivations",
+                   "steps", "state_tuples", "state_occurrences", "operator_state")
 
 
-class WorkerHost:
-    """The nodes of one worker.
+class Contexts:
+    """``node -> annotation context``: one context per node, built on a shared context
+    per process (``worker_of=None``) or per worker (one CUDD manager each for absorption
+    provenance). Callable."""
+
+    def __init__(self, scheme, worker_of: Callable[[Any], Any] | None = None):
+        self.scheme = scheme
+        self.worker_of = worker_of
+        self._shared: dict[Any, Any] = {}
+        self._contexts: dict[Any, Any] = {}
+
+    def __call__(self, node_id: Any) -> Any:
+        ctx = self._contexts.get(node_id, _MISSING)
+        if ctx is _MISSING:
+            key = None if self.worker_of is None else self.worker_of(node_id)
+            shared = self._shared.get(key, _MISSING)
+            if shared is _MISSING:
+                shared = self._shared[key] = self.scheme.shared_context()
+            ctx = self._contexts[node_id] = self.scheme.context(node_id, shared)
+        return ctx
+
+
+class Host:
+    """The nodes of one process and their PSN loop over ``transport``.
 
     Parameters
     ----------
     program:
-        A :class:`~ndlog.ast.Program` or a prepared :class:`EngineProgram`.
-    annotation:
-        Scheme name or object (each host makes its own instance if given a name).
-    worker:
-        This worker's id.
-    worker_of:
-        ``node -> worker`` (e.g. ``Placement.worker``).
+        The prepared :class:`~engine.program.EngineProgram`.
+    scheme:
+        The annotation scheme object.
+    transport:
+        A :class:`engine.transport.Transport`; the host connects its codec to it.
     batch:
-        Batched picks (default) or one update per iteration.
+        Nodes pick every pickable update per step (default) or one.
+    stages:
+        Called with every new node to install its pick and send stages (aggregate
+        selection, MinShip; :meth:`engine.options.Resolved.stages`), or ``None``.
     on_node:
-        Called with every new node (install pick/send stages).
-    ship, aggsel:
-        MinShip mode and aggregate selection (see :class:`~engine.network.Network`).
+        Called with every new node after ``stages`` (a user's hook).
+    contexts:
+        ``"process"``: one annotation context shared by every node here (one CUDD manager
+        per process); ``"worker"``: one per worker of the transport's placement.
     """
 
-    def __init__(self, program, annotation, worker: Any, worker_of: Callable[[Any], Any], *,
-                 batch: bool = True, on_node: Callable[[Node], None] | None = None,
-                 ship=None, aggsel: str | None = None):
-        from provenance import get_scheme
-        from .wire import Codec
-        self.program: EngineProgram = program if isinstance(program, EngineProgram) \
-            else prepare(program)
-        self.scheme = get_scheme(annotation)
-        self.codec = Codec(self.scheme)
-        self.worker = worker
-        self.worker_of = worker_of
+    def __init__(self, program: EngineProgram, scheme, transport, *, batch: bool = True,
+                 stages: Callable[[Node], None] | None = None,
+                 on_node: Callable[[Node], None] | None = None, contexts: str = "process"):
+        self.program = program
+        self.scheme = scheme
+        self.transport = transport
         self.batch = batch
+        self.stages = stages
         self.on_node = on_node
-        from .minship import node_stages  # issue 5: MinShip and aggregate selection
-        self.stages = node_stages(self.program, self.scheme, ship, aggsel)
-        self.shared = self.scheme.shared_context()
+        self.context_of = Contexts(scheme, transport.placement.worker
+                                   if contexts == "worker" else None)
+        self.codec = Codec(scheme)
         self.nodes: dict[Any, Node] = {}
-        self.sent = 0
-        self.received = 0
-        self.local_tuples = 0
-        self.bytes_sent = 0
-        self.messages_sent = 0
+        self.polls = 0
+        self._ready: dict[Any, None] = {}
+        transport.connect(self.codec, self.context_of)
 
+    # -- nodes -----------------------------------------------------------------------------
     def node(self, node_id: Any) -> Node:
-        """The node (created on first use); it must live on this worker."""
+        """The node for a location value (created on first use)."""
         n = self.nodes.get(node_id)
         if n is None:
-            if self.worker_of(node_id) != self.worker:
-                raise ValueError(f"node {node_id!r} lives on worker "
-                                 f"{self.worker_of(node_id)!r}, not {self.worker!r}")
-            ctx = self.scheme.context(node_id, self.shared)
-            n = self.nodes[node_id] = Node(node_id, self.program, self.scheme, ctx,
-                                           batch=self.batch)
+            n = self.nodes[node_id] = Node(node_id, self.program, self.scheme,
+                                           self.context_of(node_id), batch=self.batch)
             if self.stages is not None:
                 self.stages(n)
             if self.on_node is not None:
                 self.on_node(n)
         return n
 
-    def context(self, node_id: Any) -> Any:
-        return self.node(node_id).ctx
+    def deliver(self, dst: Any, updates: list) -> None:
+        """Queue delivered updates at node ``dst``."""
+        n = self.nodes.get(dst) or self.node(dst)
+        n.queue.extend(updates)
+        n.metrics.updates_received += len(updates)
+        self._ready[dst] = None
 
-    # -- input ---------------------------------------------------------------------------
-    def deliver(self, updates: list) -> None:
-        """Queue updates (already in this worker's context) at their nodes."""
-        loc = self.program.location
-        for upd in updates:
-            self.node(loc(upd[1], upd[2])).queue.append(upd)
-
-    def receive_bytes(self, data: bytes) -> int:
-        """Decode a batch from another worker and queue each update at its node, building
-        its annotation in that node's context."""
-        from .wire import decode_updates
-        loc, de = self.program.location, self.scheme.deserialize
-        rows = decode_updates(data)
-        for sign, pred, tup, raw in rows:
-            node = self.node(loc(pred, tup))
-            node.queue.append((sign, pred, tup, de(node.ctx, raw)))
-        self.received += len(rows)
-        return len(rows)
-
-    def _any_context(self):
-        # every node of a worker shares ``shared``; per-node state is applied on pick
-        for n in self.nodes.values():
-            return n.ctx
-        return self.scheme.context(None, self.shared)
-
-    # -- running -------------------------------------------------------------------------
     def has_work(self) -> bool:
-        return any(n.has_work() for n in self.nodes.values())
+        return bool(self._ready) or any(n.has_work() for n in self.nodes.values())
 
-    def run(self, max_rounds: int | None = None) -> dict[Any, list]:
-        """Step this worker's nodes until none has work; return the updates for other
-        workers, ``worker -> [update]`` (updates between own nodes never leave)."""
-        remote: dict[Any, list] = {}
-        loc = self.program.location
-        rounds = 0
+    # -- the loop --------------------------------------------------------------------------
+    def run(self, max_polls: int | None = None,
+            heartbeat: Callable[[int, int], None] | None = None, flush: bool = True,
+            guard: Callable[[], None] | None = None) -> int:
+        """Deliver and step until the transport has nothing in flight for this host and no
+        node has work; then, with ``flush``, flush the send stages and go on while they
+        produce updates. Returns the number of polls that delivered something.
+
+        Parameters
+        ----------
+        max_polls:
+            Give up (``EvaluationError``) after this many deliveries.
+        heartbeat:
+            Called as ``heartbeat(deliveries, in_flight)`` after every delivery.
+        flush:
+            End of stream at quiescence (``False`` when a driver decides it, as on Ray).
+        guard:
+            Called after every delivery (e.g. a memory ceiling that raises).
+        """
+        with relaxed_gc():
+            polls = self._loop(max_polls, heartbeat, flush, guard)
+        self.polls += polls
+        return polls
+
+    def _loop(self, max_polls, heartbeat, flush: bool, guard) -> int:
+        from ndlog.errors import EvaluationError
+        tr, ready, deliver = self.transport, self._ready, self.deliver
+        poll = tr.poll_batches
+        polls = 0
         while True:
-            busy = [n for n in self.nodes.values() if n.has_work()]
-            if not busy:
-                flushed = [(n, n.flush()) for n in self.nodes.values()]
-                busy_out = [(n, out) for n, out in flushed if out]
-                if not busy_out:
-                    break
-                for n, out in busy_out:
-                    self._route(out, remote, loc)
+            deliveries = poll()
+            if deliveries:
+                polls += 1
+                if heartbeat is not None:
+                    heartbeat(polls, tr.in_flight())
+                if guard is not None:
+                    guard()
+                for dst, ups in deliveries:
+                    deliver(dst, ups)
+            if ready:
+                self._step_ready()
+                if max_polls is not None and polls > max_polls:
+                    raise EvaluationError(f"no quiescence after {max_polls:,} deliveries")
                 continue
-            for n in busy:
-                out = n.step()
-                if out:
-                    self._route(out, remote, loc)
-            rounds += 1
-            if max_rounds is not None and rounds >= max_rounds:
-                break
-        return remote
+            if deliveries or tr.in_flight():
+                continue
+            if not flush or not self.flush():
+                return polls
 
-    def _route(self, out: list, remote: dict, loc) -> None:
-        worker_of, me = self.worker_of, self.worker
-        for dst, upd in out:
-            w = worker_of(dst)
-            if w == me:
-                self.node(dst).queue.append(upd)
-                self.local_tuples += 1
-            else:
-                remote.setdefault(w, []).append(upd)
+    def _step_ready(self) -> None:
+        nodes, ready = self.nodes, self._ready
+        for nid in list(ready):
+            node = nodes[nid]
+            out = node.step()
+            if out:
+                self.send(nid, out)
+            if not node.has_work():
+                del ready[nid]
 
-    def encode(self, remote: dict[Any, list]) -> dict[Any, bytes]:
-        """Encode each destination worker's batch (counts ``sent`` and ``bytes_sent``)."""
-        ctx = self._any_context()  # serializing needs the worker's manager, not a node's
-        out = {}
-        for w, ups in remote.items():
-            data = self.codec.encode(ups, ctx)
-            out[w] = data
-            self.sent += len(ups)
-            self.bytes_sent += len(data)
-            self.messages_sent += 1
+    def flush(self) -> int:
+        """End of stream: flush every node's send stages; returns how many updates that
+        sent (0: nothing was left to send)."""
+        flushed = 0
+        for nid, node in list(self.nodes.items()):
+            out = node.flush()
+            if out:
+                flushed += len(out)
+                self.send(nid, out)
+        return flushed
+
+    def send(self, src: Any, out: list) -> None:
+        """Hand a node's output ``[(destination, update)]`` to the transport, one message
+        per destination."""
+        send = self.transport.send
+        for dst, ups in group_by_destination(out).items():
+            send(src, dst, ups)
+
+    # -- after quiescence ------------------------------------------------------------------
+    def check_waiting(self, fmt: Callable = format_fact) -> tuple[int, str | None]:
+        """Deletions still waiting for their occurrence (see
+        :func:`engine.node.drop_unmatched_deletions`)."""
+        return drop_unmatched_deletions(self.nodes.values(), self.scheme, fmt)
+
+    # -- reading ---------------------------------------------------------------------------
+    def relations(self, preds) -> dict[str, set[tuple]]:
+        """``pred -> tuples`` present at this host's nodes, for every pred in ``preds``."""
+        out: dict[str, set[tuple]] = {p: set() for p in preds}
+        for node in self.nodes.values():
+            for p, table in node.state.items():
+                if table and p in out:
+                    out[p].update(table)
         return out
 
-    def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
-        """This worker's share of the result relations."""
-        skip = set() if hidden else set(self.program.hidden)
-        out: dict[str, set[tuple]] = {}
-        for n in self.nodes.values():
-            for p, table in n.state.items():
-                if p not in skip and table:
-                    out.setdefault(p, set()).update(table)
+    def multiset(self, pred: str) -> dict[tuple, int]:
+        """``tuple -> number of stored occurrences`` of ``pred`` over this host's nodes."""
+        out: dict[tuple, int] = {}
+        count = self.scheme.count
+        for node in self.nodes.values():
+            for t, s in node.state.get(pred, {}).items():
+                out[t] = out.get(t, 0) + count(s)
         return out
+
+    def report(self) -> dict:
+        """Engine and traffic counters: ``totals`` (engine counters summed over nodes, and
+        the transport's traffic totals), ``nodes`` (one row per node, keyed by its printed
+        value) and ``workers`` (traffic per sending worker)."""
+        traffic = self.transport.metrics
+        totals = dict.fromkeys(ENGINE_COUNTERS, 0)
+        nodes: dict[str, dict] = {}
+        empty = dict.fromkeys(traffic.FIELDS, 0)
+        for nid, node in self.nodes.items():
+            row = node.metrics.as_dict()
+            row["state_tuples"], row["state_occurrences"] = node.size()
+            row["operator_state"] = node.operator_size()
+            for k in ENGINE_COUNTERS:
+                totals[k] += row[k]
+            row.update(traffic.per_node.get(nid, empty))
+            nodes[node_key(nid)] = row
+        totals.update(traffic.totals)
+        workers = {node_key(w): dict(v) for w, v in traffic.per_worker.items()}
+        return {"totals": totals, "nodes": nodes, "workers": workers}
+
+
+def node_key(value: Any) -> str:
+    """A node or worker id as a report key: its NDlog spelling (strings as they are)."""
+    if isinstance(value, str):
+        return value
+    return format_value(value)
+
+
+_MISSING = object()

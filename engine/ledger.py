@@ -9,8 +9,12 @@ deletions that come before their insertion (overlapping bursts) as *debts* until
 matches them. A debt left when a run starts is the user's error: :meth:`Ledger.check` raises
 an :class:`~ndlog.errors.InputError` naming the fact.
 
-Deliberately not here: annotations, routing, delivery (the driver turns ``(sign, tuple,
-seq)`` into updates for the fact's node).
+:class:`Injector` is the front of every engine's bursts: it checks each update against the
+program (known predicate, arity, a location), records it in the ledger and turns what the
+ledger says into annotated updates addressed to the fact's node. The in-memory network, the
+simulator (through it) and the Ray driver all inject through one.
+
+Deliberately not here: routing and delivery (the transports), evaluation.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Callable
 from ndlog import ast as A
 from ndlog.errors import InputError
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "Injector"]
 
 
 class Ledger:
@@ -100,3 +104,63 @@ class Ledger:
             if seqs:
                 out.setdefault(pred, set()).add(tup)
         return out
+
+
+class Injector:
+    """Bursts of base-fact updates -> annotated updates per node (see the module doc).
+
+    Parameters
+    ----------
+    source:
+        The program as written (predicates, arities, ``materialize`` keys).
+    program:
+        The prepared :class:`~engine.program.EngineProgram` (locations).
+    scheme:
+        The annotation scheme (``scheme.base`` makes a base fact's annotation).
+    context_of:
+        ``node -> annotation context`` in which to build the base annotations.
+    """
+
+    def __init__(self, source: A.Program, program, scheme, context_of: Callable):
+        self.program = program
+        self.scheme = scheme
+        self.context_of = context_of
+        self.ledger = Ledger(source, self.describe)
+        self.arities = dict(source.arities())
+        self.known = set(self.arities)
+
+    def describe(self, pred: str, tup: tuple) -> str:
+        """``link(@a, b)``: a fact as NDlog, with its location specifier."""
+        from .node import format_fact
+        program = self.program
+        loc = program.loc.get(pred) if program.distributed else None
+        return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+
+    def check(self, pred: str, tup: tuple) -> None:
+        """Raise :class:`InputError` unless ``pred(tup)`` can be a base fact here."""
+        if pred not in self.known:
+            import difflib
+            close = difflib.get_close_matches(pred, sorted(self.known), n=3)
+            raise InputError(f"{self.describe(pred, tup)}: the program has no predicate "
+                             f"'{pred}'",
+                             hint=("did you mean " + " or ".join(repr(c) for c in close) + "?")
+                             if close else "known predicates: " + ", ".join(sorted(self.known)))
+        want = self.arities[pred]
+        if len(tup) != want:
+            raise InputError(f"fact {self.describe(pred, tup)} has {len(tup)} arguments, but "
+                             f"'{pred}' has arity {want}")
+        if self.program.distributed and not tup:
+            raise InputError(f"fact {pred}() has no location in a distributed program")
+
+    def updates(self, burst) -> dict:
+        """``{node: [(sign, pred, tuple, annotation), ...]}`` for a burst of
+        ``(sign, pred, tuple)`` items, in burst order per node."""
+        pending: dict = {}
+        location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
+        for sign, pred, tup in burst:
+            self.check(pred, tup)
+            for s, t, seq in self.ledger.update(sign, pred, tup):
+                dst = location(pred, t)
+                pending.setdefault(dst, []).append((s, pred, t, base(ctx_of(dst), (pred, t),
+                                                                      seq)))
+        return pending

@@ -85,7 +85,24 @@ class Placement:
         self._cache[node] = w
         return w
 
-    worker = worker_of  # the name engine.transport.Placement uses
+    worker = worker_of
+    __call__ = worker_of
+
+    def __getstate__(self):
+        return {"workers": self.workers, "mapping": self.mapping}
+
+    def __setstate__(self, state):
+        self.workers, self.mapping, self._cache = state["workers"], state["mapping"], {}
+
+    @classmethod
+    def single(cls) -> "Placement":
+        """Every node on worker 0 (one process)."""
+        return cls(1)
+
+    @classmethod
+    def round_robin(cls, nodes: Iterable[Hashable], workers: int) -> "Placement":
+        """Nodes (in the given order) dealt to ``workers`` workers."""
+        return cls(workers, {n: i % workers for i, n in enumerate(nodes)})
 
     def same_worker(self, a: Hashable, b: Hashable) -> bool:
         """True if ``a`` and ``b`` are hosted by one worker (their messages are free)."""

@@ -110,16 +110,8 @@ def _localize(program: A.Program) -> A.Program:
     bad = [r for r in program.rules if not is_local(r)]
     if not bad:
         return program
-    try:
-        from localize import localize as _loc
-    except ImportError:
-        _loc = None
-    if _loc is None:
-        r = bad[0]
-        raise LocalizationError(
-            f"rule {r.name} has body atoms at several locations and the localizer "
-            f"(psn.localize) is not available", r.span, program.source)
-    out = _loc(program)
+    from localize import localize
+    out = localize(program)
     still = [r for r in out.rules if not is_local(r)]
     if still:  # pragma: no cover - a localizer bug
         raise LocalizationError(f"localized rule {still[0].name} is not local", still[0].span)

@@ -22,7 +22,13 @@ Phases (SPEC syntax in brackets; phases are joined with ``;``):
 A workload whose first phase does not load the links (e.g. ``delete-links:20`` alone) gets
 ``insert:1.0`` in front.
 
-Deliberately not here: running steps (:mod:`sim.simulation`), the meaning of facts.
+Every engine (in memory, the simulator, Ray) expands a workload here with
+:meth:`WorkloadContext.for_run`, so the same workload and seed give the same steps (the same
+links, in the same order) everywhere.
+
+Deliberately not here: running steps (the engines), the meaning of facts, topologies
+themselves (a topology is read only through its ``links``, ``link``, ``n`` and sensor
+attributes).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from ndlog.errors import InputError
 from .delivery import parse_duration
 
 __all__ = ["Step", "Phase", "InsertLinks", "DeleteLinks", "Flap", "Sensors", "LoadAll",
-           "Wait", "Workload", "WorkloadContext", "parse_workload", "SPEC_HELP"]
+           "Wait", "Workload", "WorkloadContext", "parse_workload", "workload_rng", "SPEC_HELP"]
 
 SPEC_HELP = ("phases joined by ';': insert[:F1,F2,...] | delete-links:N | "
              "flap:U-V|random:N | sensors[:trigger=F,untrigger[=K]] | all | wait:DURATION")
@@ -61,9 +67,24 @@ class Step:
         return sum(len(v) for v in self.delete.values())
 
 
+def workload_rng(seed: int) -> random.Random:
+    """The random generator that picks a run's links and sensors: the same ``seed`` picks
+    the same ones on every engine, whatever the delivery model or placement (delivery draws
+    from a generator of its own)."""
+    return random.Random(f"{seed}/workload")
+
+
 class WorkloadContext:
     """What phases read while expanding: the topology, the program's link arity and cost,
     the live base facts (``pred -> set``) and the seeded ``rng``."""
+
+    @classmethod
+    def for_run(cls, topology, program, seed: int, cost: str = "latency",
+                base: dict | None = None) -> "WorkloadContext":
+        """The context every engine builds for ``program`` on ``topology`` with ``seed``
+        (:func:`workload_rng`), so that a workload expands to the same steps everywhere."""
+        return cls(topology, dict(base or {}), workload_rng(seed),
+                   program.arities().get("link"), cost, frozenset(program.predicates))
 
     def __init__(self, topology, base: dict, rng: random.Random, link_arity: int | None = 3,
                  cost: str = "latency", uses: frozenset = frozenset()):

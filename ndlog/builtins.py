@@ -33,10 +33,27 @@ def aggregate_value(func: str, values: list):
     if func == "max":
         return max(values)
     if any(isinstance(v, float) for v in values):
-        total = math.fsum(values)
+        total = _float_sum(values)
     else:
         total = sum(values)
     return total if func == "sum" else total / len(values)
+
+
+def _float_sum(values: list) -> float:
+    """The correctly rounded sum of ``values``, whatever their order: IEEE's answer when a
+    value is infinite or NaN, ``±inf`` when the exact sum is beyond the float range."""
+    odd = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
+    if odd:
+        return sum(odd)          # nan, or an infinity: the same in every order
+    try:
+        return math.fsum(values)
+    except OverflowError:        # a partial sum overflowed: add exactly, round once
+        from fractions import Fraction
+        exact = sum(map(Fraction, values))
+        try:
+            return float(exact)
+        except OverflowError:
+            return math.inf if exact > 0 else -math.inf
 
 
 class BuiltinError(ValueError):
@@ -149,7 +166,14 @@ def format_value(v) -> str:
             return "-infinity"
         return repr(v)
     if isinstance(v, int):
-        return str(v)
+        try:
+            return str(v)
+        except ValueError:  # past sys.get_int_max_str_digits(): 1000 digits at a time
+            rest, chunks = abs(v), []
+            while rest >= 10 ** 1000:
+                rest, low = divmod(rest, 10 ** 1000)
+                chunks.append(str(low).zfill(1000))
+            return ("-" if v < 0 else "") + str(rest) + "".join(reversed(chunks))
     if isinstance(v, str):
         if _is_symbol(v):
             return v

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from ndlog.builtins import format_value
+from ndlog.text import count_noun
 from .output import sorted_tuples
 
 __all__ = ["RelationDiff", "compare_relations", "format_tuple", "verdict"]
@@ -77,9 +78,10 @@ class RelationDiff:
         """
         if self.ok:
             return (f"{actual_name} agrees with {expected_name} on "
-                    f"{len(self.compared)} relation(s)")
-        out = [f"{actual_name} differs from {expected_name} in {len(self.relations)} "
-               f"relation(s), {self.count()} tuple(s)  (- missing, + extra)"]
+                    f"{count_noun(len(self.compared), 'relation')}")
+        out = [f"{actual_name} differs from {expected_name} in "
+               f"{count_noun(len(self.relations), 'relation')}, "
+               f"{count_noun(self.count(), 'tuple')}  (- missing, + extra)"]
         for name in self.relations:
             miss, extra = self.missing.get(name, []), self.extra.get(name, [])
             out.append(f"{name}: {len(miss)} missing, {len(extra)} extra")

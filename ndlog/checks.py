@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Iterator
 
 from . import ast as A
 from .builtins import ARITY
+from .text import count_noun
 from .errors import NDlogSemanticError, Span
 
 __all__ = [
@@ -108,10 +109,6 @@ def _agg_text(agg: A.Aggregate) -> str:
     return f"{agg.func}<{agg.var.name if agg.var is not None else '*'}>"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 # -- arity -------------------------------------------------------------------------------
 
 def check_arity(program: A.Program) -> None:
@@ -126,7 +123,7 @@ def check_arity(program: A.Program) -> None:
         if atom.arity != seen.arity:
             raise _error(
                 program,
-                f"predicate '{atom.pred}' is used with {_plural(atom.arity, 'argument')} here "
+                f"predicate '{atom.pred}' is used with {count_noun(atom.arity, 'argument')} here "
                 f"but with {seen.arity} at {_where(seen.span)}; every use of a predicate must "
                 "have the same number of arguments", atom.span)
 
@@ -209,7 +206,7 @@ def check_builtins(program: A.Program) -> None:
             if len(term.args) != want:
                 raise _error(
                     program,
-                    f"builtin '{term.name}' takes {_plural(want, 'argument')} but is given "
+                    f"builtin '{term.name}' takes {count_noun(want, 'argument')} but is given "
                     f"{len(term.args)}", _span_of(term, rule.span))
 
 
@@ -311,7 +308,7 @@ def check_materialize(program: A.Program) -> None:
                 raise _error(
                     program,
                     f"key position {k} of table '{table.pred}' is out of range; '{table.pred}' "
-                    f"has {_plural(arity or 0, 'argument')}, so positions must be in {bound}",
+                    f"has {count_noun(arity or 0, 'argument')}, so positions must be in {bound}",
                     table.span)
 
 

@@ -2,16 +2,16 @@
 
 Role: the registry. ``get_scheme("set" | "derivation" | ...)`` returns a fresh strategy
 object implementing :class:`~provenance.base.AnnotationScheme`; the engine is handed that
-object and never branches on the scheme's name. New schemes (``absorption`` of issue 5)
-register themselves with :func:`register_scheme`, or are found by module name
-(``provenance.<name>``, exposing ``SCHEME``).
+object and never branches on the scheme's name. The built-in schemes are ``set``,
+``derivation`` (Nigam et al. 2012, Sec. 5) and ``absorption`` (Liu et al. 2009, Sec. 4, with
+lazy MinShip by default); a user's own scheme is registered with :func:`register_scheme`
+or handed to the engine as an object.
 
 Deliberately not here: the engine loop, joins, transports.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable
 
 from .base import NO_FIRE, AnnotationScheme
@@ -28,22 +28,7 @@ def register_scheme(name: str, factory: Callable[[], AnnotationScheme]) -> None:
 
 def scheme_names() -> list[str]:
     """Names of the registered schemes."""
-    _load_optional()
     return sorted(_REGISTRY)
-
-
-def _load_optional() -> None:
-    for name in ("absorption",):
-        if name not in _REGISTRY:
-            try:
-                mod = importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{__name__}.{name}":
-                    raise
-                continue
-            factory = getattr(mod, "SCHEME", None)
-            if factory is not None:
-                register_scheme(name, factory)
 
 
 def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
@@ -57,8 +42,6 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
     """
     if isinstance(name, AnnotationScheme):
         return name
-    if name not in _REGISTRY:
-        _load_optional()
     factory = _REGISTRY.get(name)
     if factory is None:
         from ndlog.errors import InputError
@@ -68,10 +51,12 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
 
 
 def _register_builtin() -> None:
+    from .absorption import SCHEME as absorption
     from .derivation import DerivationScheme
     from .set_scheme import SetScheme
     register_scheme("set", SetScheme)
     register_scheme("derivation", DerivationScheme)
+    register_scheme("absorption", absorption)
 
 
 _register_builtin()

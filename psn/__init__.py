@@ -1,22 +1,25 @@
 """PSN: pipelined semi-naive evaluation of network Datalog (NDlog).
 
-Role: the public Python API. ``parse``/``load`` read NDlog (with static checks),
-``evaluate`` runs the centralized reference evaluator, ``localize`` rewrites a distributed
-program so that every rule body lives at one node. The engine, transports and experiment
-tooling are reached through their own modules (``engine``, ``sim``, ``topologies``).
+Role: the public Python API, the top of the layering (language ``ndlog`` -> ``engine`` ->
+transports -> ``psn``). ``parse``/``load`` read NDlog (with static checks), ``evaluate`` runs
+the centralized reference evaluator, ``localize`` rewrites a distributed program so that
+every rule body lives at one node, and one run of PSN is any of :class:`Network` (in
+memory), :class:`Simulation` (the simulator) or :class:`RayNetwork` (Ray actors), all taking
+the same :class:`RunOptions`.
 
-Deliberately not here: any heavy import. Ray and Spark are imported only by the modules that
-use them, so ``import psn`` stays fast.
+Deliberately not here: any heavy import. The engine, the simulator, Ray and Spark are
+imported on first use, so ``import psn`` stays fast.
 """
 
 from __future__ import annotations
 
 from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
-                     NDlogSyntaxError, PSNError, Span)
+                          NDlogSyntaxError, PSNError, Span)
 from ndlog.parser import load, parse
 
 __all__ = [
-    "parse", "load", "evaluate", "localize", "Network",
+    "parse", "load", "evaluate", "localize", "Network", "Simulation", "RayNetwork",
+    "RunOptions",
     "PSNError", "NDlogSyntaxError", "NDlogSemanticError", "LocalizationError",
     "EvaluationError", "InputError", "Span",
 ]
@@ -34,12 +37,17 @@ def evaluate(program, facts=None, **options):
     return _evaluate(program, facts, **options)
 
 
+_LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",
+         "RayNetwork": "psn.distributed"}
+
+
 def __getattr__(name):
-    # the engine is imported on first use, so that ``import psn`` stays light
-    if name == "Network":
-        from engine import Network
-        return Network
-    raise AttributeError(f"module 'psn' has no attribute {name!r}")
+    # imported on first use, so that ``import psn`` stays light
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'psn' has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(module), name)
 
 
 def localize(program, **options):

@@ -8,15 +8,15 @@ insertions, deletions, link flaps and sensor triggers, measured per node and per
   protocol of :mod:`engine.transport`);
 - :mod:`sim.network`: :class:`SimTransport`, the Transport protocol on virtual time
   (latencies from the topology, delivery models, workers, processing time);
-- :mod:`sim.delivery`, :mod:`sim.placement`: delivery and processing-time models; nodes on
-  workers;
-- :mod:`sim.workloads`: workloads as data and their SPEC strings;
+- :mod:`sim.delivery`: the processing-time model (delivery models, placement and workloads
+  are the engine's, shared by every transport: :mod:`engine.delivery`,
+  :mod:`engine.placement`, :mod:`engine.workloads`);
 - :mod:`sim.metrics`: counters, per-step results, JSON and CSV files;
-- :mod:`sim.simulation`: :class:`Simulation`, the Python API;
-- :mod:`sim.cli`: options and runner for ``psn run --engine sim``.
+- :mod:`sim.simulation`: :class:`Simulation`, the Python API.
 
-Deliberately not here: the PSN iteration and annotations (``engine``, ``provenance``), and
-topology generation (``topologies``). The engine never imports this package.
+Deliberately not here: the PSN iteration and annotations (``engine``, ``provenance``),
+topology generation (``topologies``), the command line (``psn run --engine sim``). The
+engine never imports this package.
 """
 
 from __future__ import annotations
@@ -26,26 +26,13 @@ from .delivery import Adversarial, Fifo, ProcessingModel, RandomJitter, make_del
 from .events import Event, EventQueue
 from .metrics import StepResult, write_csv, write_json, write_metrics
 from .network import LatencyModel, SimTransport
-from .placement import Placement, parse_placement
-from .simulation import Simulation, best_annotation, compare_relations
-from .workloads import Step, Workload, parse_workload
+from engine.placement import Placement, parse_placement
+from .simulation import Simulation, compare_relations
+from engine.workloads import Step, Workload, parse_workload
 
 __all__ = [
     "Simulation", "SimTransport", "VirtualClock", "EventQueue", "Event", "LatencyModel",
     "Placement", "parse_placement", "Fifo", "RandomJitter", "Adversarial", "make_delivery",
     "ProcessingModel", "Workload", "Step", "parse_workload", "StepResult", "write_json",
-    "write_csv", "write_metrics", "best_annotation", "compare_relations",
-    "cli_options", "run_from_args",
+    "write_csv", "write_metrics", "compare_relations",
 ]
-
-
-def cli_options(parser) -> None:
-    """Add the simulator's options to an argparse parser (see :mod:`sim.cli`)."""
-    from .cli import cli_options as _opts
-    _opts(parser)
-
-
-def run_from_args(args, program=None) -> int:
-    """Run ``psn run --engine sim`` from parsed arguments (see :mod:`sim.cli`)."""
-    from .cli import run_from_args as _run
-    return _run(args, program)

@@ -8,7 +8,7 @@ the simulator. It implements the Transport protocol (``connect``, ``send``, ``po
   own latency between neighbours, the shortest-path latency otherwise;
   :meth:`topologies.graph.Topology.latency`) plus what the delivery model adds
   (:mod:`sim.delivery`: FIFO per channel, random jitter that reorders, adversarial);
-- nodes live on workers (:mod:`sim.placement`); a worker processes the nodes that received
+- nodes live on workers (:class:`engine.placement.Placement`); a worker processes the nodes that received
   updates one after the other, each for the processing-time model's cost of the updates it
   received, and a worker busy until ``b`` takes new deliveries only at ``b``; the messages a
   node sends while processing leave when its batch is done;
@@ -30,12 +30,13 @@ import math
 import random
 from typing import Any, Callable, Hashable
 
-from engine.transport import TrafficMetrics
+from engine.delivery import Delivery, make_delivery
+from engine.placement import Placement
+from engine.transport import Meter, TrafficMetrics
 
 from .clock import VirtualClock
-from .delivery import Delivery, ProcessingModel, make_delivery
+from .delivery import ProcessingModel
 from .metrics import Counters
-from .placement import Placement
 
 __all__ = ["LatencyModel", "SimTransport"]
 
@@ -147,11 +148,8 @@ class SimTransport:
         self.processing = processing or ProcessingModel()
         self.clock = clock or VirtualClock()
         self.latency = latency or LatencyModel(topology)
-        self.roundtrip = roundtrip
-        self.metrics = TrafficMetrics()
+        self.meter = Meter(self.placement, roundtrip)
         self.counters = Counters()
-        self.codec = None
-        self._context_of: Callable[[Any], Any] = lambda node: None
         self._workers: dict = {}
         self._channel_last: dict = {}
         self._arrived: list = []          # (dst, updates) delivered, not yet polled
@@ -166,8 +164,16 @@ class SimTransport:
 
     def connect(self, codec, context_of: Callable[[Any], Any]) -> None:
         """Take the engine's wire codec and ``node -> annotation context``."""
-        self.codec = codec
-        self._context_of = context_of
+        self.meter.connect(codec, context_of)
+
+    @property
+    def metrics(self) -> TrafficMetrics:
+        """Traffic as every transport counts it (:class:`engine.transport.TrafficMetrics`)."""
+        return self.meter.metrics
+
+    def describe(self) -> str:
+        """The delivery model with its options."""
+        return self.delivery.describe()
 
     def in_flight(self) -> int:
         """Updates sent and not yet handed out by :meth:`poll`."""
@@ -260,32 +266,21 @@ class SimTransport:
         return w
 
     def _account(self, src, dst, updates: list) -> bytes | None:
-        """Count the traffic of one message (bytes as encoded by the engine's codec).
-
-        Returns the encoded message when the receiver must decode it (``roundtrip``, or
-        context-bound annotations crossing workers), else ``None``.
-        """
-        m = self.metrics
-        wsrc = self.placement.worker(src)
+        """Count the traffic of one message (:class:`engine.transport.Meter`) and the
+        simulator's own counters; returns the message's bytes when the receiver must decode
+        it on arrival, else ``None``."""
+        meter = self.meter
         n = len(updates)
+        wsrc = self.placement.worker(src)
         if src == dst:
-            m.count(src, wsrc, "local_tuples", n)
+            meter.local(src, n)
             self.counters.record_send(src, dst, wsrc, wsrc, n, 0, True)
             return None
+        data, crosses = meter.encode(src, dst, updates)
         wdst = self.placement.worker(dst)
-        size = ann_bytes = 0
-        data = None
-        codec = self.codec
-        if codec is not None:
-            ctx = self._context_of(src)
-            data, ann_bytes = codec.encode_measured(updates, ctx)
-            size = len(data)
-        m.message(src, wsrc, n, size, ann_bytes, wsrc != wdst)
-        self.counters.record_send(src, dst, wsrc, wdst, n, size, wsrc == wdst)
-        if data is not None and (self.roundtrip or (
-                wsrc != wdst and codec.must_rebuild(self._context_of, src, dst))):
-            return data
-        return None
+        self.counters.record_send(src, dst, wsrc, wdst, n, 0 if data is None else len(data),
+                                  not crosses)
+        return data if meter.must_rebuild(src, dst, crosses) else None
 
     def _schedule(self, when: float, src, dst, updates: list, data) -> None:
         if self.trace is not None:
@@ -318,7 +313,7 @@ class SimTransport:
 
     def _hand_over(self, src, dst, updates: list, data) -> None:
         if data is not None:
-            updates = self.codec.decode(data, self._context_of(dst))
+            updates = self.meter.rebuild(dst, data)
         if len(updates) > 1 and not self.delivery.fifo:
             if self.delivery.name == "adversarial":
                 updates = updates[::-1]

@@ -35,21 +35,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .clock import VirtualClock
-from .delivery import Delivery, ProcessingModel
+from .delivery import ProcessingModel
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
-from .placement import Placement
-from .workloads import Step, Workload, WorkloadContext, parse_workload
+from engine.placement import Placement
+from engine.options import RunOptions
+from engine.workloads import Step, Workload, WorkloadContext, parse_workload, workload_rng
+from ndlog.analysis import aggsel_candidates
 
-__all__ = ["Simulation", "best_annotation", "compare_relations", "state_figures"]
-
-
-def best_annotation() -> str:
-    """The best annotation scheme available: ``absorption`` (Liu Sec. 4) when it is
-    registered, else ``derivation`` (Nigam Sec. 5; exact but exponential on dense graphs)."""
-    from provenance import scheme_names
-    names = scheme_names()
-    return "absorption" if "absorption" in names else "derivation"
+__all__ = ["Simulation", "compare_relations", "state_figures"]
 
 
 def _load_program(program):
@@ -82,20 +76,16 @@ class Simulation:
     topology:
         A :class:`topologies.Topology`, a topology name for :func:`topologies.make`, or a
         file for :func:`topologies.load`.
-    annotation:
-        Annotation scheme name or object; ``"best"`` is :func:`best_annotation`.
-    workers:
-        ``None``: each node its own worker; ``N``: N workers by hash.
-    placement:
-        A :class:`~sim.placement.Placement` (overrides ``workers``), or a ``node -> worker``
-        mapping.
-    delivery:
-        ``"fifo"``, ``"random"`` (default), ``"adversarial"``, with options
-        (:func:`sim.delivery.make_delivery`), or a :class:`~sim.delivery.Delivery`.
-    seed:
-        Seeds the run's two ``random.Random`` generators: ``rng`` (delivery jitter) and
-        ``workload_rng`` (which links and sensors a workload picks, so that the same seed
-        gives the same workload whatever the delivery model or placement).
+    options:
+        A :class:`engine.options.RunOptions` (annotation, MinShip, aggregate selection,
+        delivery, seed, placement, ...; default: its defaults). The keyword arguments
+        ``annotation``, ``ship``, ``aggsel``, ``delivery``, ``seed``, ``roundtrip``,
+        ``batch``, ``contexts``, ``workers`` and ``placement`` override single fields
+        (``placement``: an :class:`engine.placement.Placement` or a ``node -> worker``
+        mapping). ``delivery`` here has timing options (:func:`engine.delivery.make_delivery`).
+        ``seed`` seeds the run's two ``random.Random`` generators: ``rng`` (delivery jitter)
+        and ``workload_rng`` (which links and sensors a workload picks,
+        :func:`engine.workloads.workload_rng`, the same on every engine).
     processing:
         A :class:`~sim.delivery.ProcessingModel` or a string such as ``"20us+50us"``.
     local_latency:
@@ -103,67 +93,53 @@ class Simulation:
         latency in seconds to charge them instead (e.g. ``0``).
     cost:
         Link cost for ``link/3`` facts: ``latency`` (ms), ``hops`` or ``length``.
-    roundtrip:
-        Decode every message from its wire bytes (otherwise only when required).
     state_metrics:
         Measure per-node state and provenance bytes after every step (costs a pass over
         all stored tuples).
-    ship:
-        MinShip policy (Liu Sec. 5), passed to the engine when it takes one; ``None`` means
-        ``"lazy"`` with absorption provenance and the engine's default otherwise.
-    aggsel:
-        Aggregate selection (Liu Sec. 6) handed to the engine when it takes one:
-        ``"multi"``, ``"single"``, ``None`` (off); ``"auto"`` (default) is ``"multi"`` for
-        programs where it applies (shortest path), as the reference evaluator does.
-    engine_options:
-        Passed to :class:`engine.Network` (e.g. ``batch=False``).
+    reference:
+        ``evaluate(program, facts) -> relations`` that :meth:`check` compares with
+        (default :func:`ndlog.reference.evaluate`; ``psn.oracle.reference_evaluator``
+        gives Spark's).
     """
 
-    def __init__(self, program, topology, *, annotation: Any = "best",
-                 workers: int | None = None, placement: Placement | dict | None = None,
-                 delivery: "str | Delivery" = "random", seed: int = 0,
-                 processing: "ProcessingModel | str | None" = None,
+    def __init__(self, program, topology, *, options: RunOptions | None = None,
+                 annotation: Any = None, workers: int | None = None,
+                 placement: Placement | dict | None = None, delivery: str | None = None,
+                 seed: int | None = None, processing: "ProcessingModel | str | None" = None,
                  local_latency: float | None = None, cost: str = "latency",
-                 roundtrip: bool = False, state_metrics: bool = True,
-                 ship: str | None = None, aggsel: str | None = "auto",
-                 engine_options: dict | None = None):
+                 roundtrip: bool | None = None, state_metrics: bool = True,
+                 ship: str | None = None, aggsel: str | None = None,
+                 batch: bool | None = None, contexts: str | None = None,
+                 reference: Callable | None = None):
         from engine import Network
+        opts = RunOptions.of(options, annotation=annotation, workers=workers,
+                             placement=placement, delivery=delivery, seed=seed,
+                             roundtrip=roundtrip, ship=ship, aggsel=aggsel, batch=batch,
+                             contexts=contexts)
+        self.options = opts
         self.program = _load_program(program)
+        self.seed = seed = opts.seed
         self.topology = _load_topology(topology, seed)
-        self.seed = seed
         self.rng = random.Random(seed)                        # delivery jitter
-        self.workload_rng = random.Random(f"{seed}/workload")   # workload choices
-        self.annotation = best_annotation() if annotation == "best" else annotation
-        if isinstance(placement, Placement):
-            self.placement = placement
-        else:
-            self.placement = Placement(workers, placement)
+        self.workload_rng = workload_rng(seed)                # workload choices
+        self.placement = opts.placement_map()
         if isinstance(processing, str):
             processing = ProcessingModel.parse(processing)
         self.clock = VirtualClock()
         latency = LatencyModel(self.topology, local=local_latency, placement=self.placement)
-        self.transport = SimTransport(self.topology, delivery=delivery, rng=self.rng,
+        self.transport = SimTransport(self.topology, delivery=opts.delivery, rng=self.rng,
                                       placement=self.placement, processing=processing,
-                                      clock=self.clock, latency=latency, roundtrip=roundtrip)
-        options = dict(engine_options or {})
-        scheme_name = getattr(self.annotation, "name", self.annotation)
-        if ship is None and scheme_name == "absorption":
-            ship = "lazy"                   # Liu Sec. 5: the cheapest provenance scheme
-        if ship is not None and _accepts(Network, "ship"):
-            options.setdefault("ship", ship)
-        self.ship = options.get("ship")
-        if aggsel == "auto":                # as the reference: on wherever it applies
-            aggsel = "multi" if _aggsel_pruned(self.program) else None
-        if aggsel is not None and _accepts(Network, "aggsel"):
-            options.setdefault("aggsel", aggsel)
-        self.aggsel = options.get("aggsel")
-        self.net = Network(self.program, annotation=self.annotation,
-                           transport=self.transport, **options)
+                                      clock=self.clock, latency=latency,
+                                      roundtrip=opts.roundtrip)
+        self.net = Network(self.program, options=opts, transport=self.transport)
+        self.resolved = self.net.resolved
+        self.annotation = self.resolved.scheme.name
+        self.ship = self.resolved.ship_text
+        self.aggsel = self.resolved.aggsel
         self.cost = cost
         self.state_metrics = state_metrics
-        #: what :meth:`check` compares with: ``psn.evaluate`` unless set otherwise
-        #: (``psn.oracle.reference_evaluator("spark")`` for ``--check spark``)
-        self.reference = _python_reference
+        #: what :meth:`check` compares with (see ``reference``)
+        self.reference = reference or _python_reference
         arities = self.program.arities()
         self.link_arity = arities.get("link")
         self.uses = frozenset(self.program.predicates)
@@ -195,7 +171,8 @@ class Simulation:
         topo = self.topology
         return {
             "program": self.program.filename or "<text>",
-            "topology": topo.summary() if hasattr(topo, "summary") else str(topo),
+            "topology": (topo.summary() if hasattr(topo, "summary") else str(topo))
+            if topo is not None else "no topology (1 ms between any two nodes)",
             "nodes": getattr(topo, "n", None),
             "links": getattr(topo, "num_links", None),
             "annotation": getattr(self.annotation, "name", self.annotation),
@@ -482,22 +459,9 @@ def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),
     return verdict(got, want, skip, limit)
 
 
-def _accepts(fn, name: str) -> bool:
-    """True if ``fn`` (a class or function) takes a keyword argument ``name``."""
-    import inspect
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
 def _aggsel_pruned(program) -> set[str]:
-    try:
-        from ndlog.analysis import aggsel_candidates
-        return set(aggsel_candidates(program))
-    except Exception:  # pragma: no cover - analysis unavailable
-        return set()
+    """Relations the reference prunes by aggregate selection (not compared)."""
+    return set(aggsel_candidates(program))
 
 
 def _progress_bar(total, progress, label):
@@ -505,8 +469,5 @@ def _progress_bar(total, progress, label):
         progress = sys.stderr.isatty()
     if not progress:
         return None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return None
+    from tqdm import tqdm
     return tqdm(total=total, desc=label[:30], unit="step", file=sys.stderr, leave=False)

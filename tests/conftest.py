@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 
-# -- Spark (issue 8): ONE local session for the whole test session ---------------------------
+# -- Spark: ONE local session for the whole test session ------------------------------------
 @pytest.fixture(scope="session")
 def spark():
     """The process's local Spark session (local[2], UI off, quiet), started once.
@@ -13,6 +13,5 @@ def spark():
     Tests that use it are marked ``spark``; the session lives until the process exits, so
     the 5-10 s start is paid once however many Spark tests run.
     """
-    pytest.importorskip("pyspark")
     from psn.batch.session import get_session
     return get_session("local[2]")

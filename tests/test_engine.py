@@ -13,6 +13,7 @@ import weakref
 import pytest
 
 import psn
+from engine.placement import Placement
 from engine import CENTRAL, Network, Node, prepare, split_aggregates
 from ndlog.errors import InputError, LocalizationError
 
@@ -91,8 +92,8 @@ def test_nonlinear_self_join_uses_nu_view(delivery):
     rng = random.Random(3)
     edges = _dag(rng, 7, 11)
     for batch in (True, False):
-        net = Network(NONLINEAR, {"edge": edges}, batch=batch, seed=5,
-                      delivery=delivery).run()
+        net = Network(NONLINEAR, {"edge": edges}, annotation="derivation", batch=batch,
+                      seed=5, delivery=delivery).run()
         _same(net, NONLINEAR, {"edge": edges})
         assert net.multiset("tc") == _tree_counts(edges)
         set_net = Network(NONLINEAR, {"edge": edges}, annotation="set", batch=batch,
@@ -240,7 +241,7 @@ def test_metrics_count_traffic_per_node_and_worker():
     assert sum(row["tuples_sent"] for row in m["nodes"].values()) == m["tuples_sent"]
     assert set(m["workers"]) <= {0, 1, "0", "1"}
     assert 0 < m["worker_bytes_sent"] < m["bytes_sent"]
-    single = Network(REACH, {"link": links}, placement=lambda n: 0).run().metrics
+    single = Network(REACH, {"link": links}, placement=Placement.single()).run().metrics
     assert single["worker_bytes_sent"] == 0 and single["bytes_sent"] > 0
 
 
@@ -318,42 +319,6 @@ def test_pick_and_send_stages_are_in_the_loop():
     _same(net, REACH, {"link": links})
     assert sum(p.seen for p, _ in stages.values()) > 0
     assert all(s.flushes >= 1 and not s.buffer for _, s in stages.values())
-
-
-@pytest.mark.parametrize("annotation", ["derivation", "set"])
-def test_worker_hosts_exchange_batches(annotation):
-    """Three hosts (a Ray-like deployment): traffic inside a worker is free, batches to other
-    workers go as msgpack bytes; the union of the hosts' relations is the reference."""
-    from engine import Ledger, WorkerHost
-    from engine.transport import Placement
-    rng = random.Random(21)
-    links = _links(rng, 12, 18)
-    prog = psn.parse(REACH)
-    placement = Placement.round_robin(range(12), 3)
-    hosts = {w: WorkerHost(prog, annotation, w, placement.worker) for w in range(3)}
-    ledger = Ledger(prog, lambda p, t: p)
-    burst = [(s, "link", t, seq) for s, t, seq in
-             (x for lk in links for x in ledger.update(1, "link", lk))]
-    for sign, pred, tup, seq in burst:
-        host = hosts[placement.worker(tup[0])]
-        ctx = host.context(tup[0])
-        host.deliver([(sign, pred, tup, host.scheme.base(ctx, (pred, tup), seq))])
-    rounds = 0
-    while any(h.has_work() for h in hosts.values()):
-        batches = {w: h.encode(h.run()) for w, h in hosts.items()}
-        for src, out in batches.items():
-            for dst, data in out.items():
-                assert dst != src
-                hosts[dst].receive_bytes(data)
-        rounds += 1
-    got: dict = {}
-    for h in hosts.values():
-        for p, rows in h.relations().items():
-            got.setdefault(p, set()).update(rows)
-    ref = psn.evaluate(prog, {"link": links})
-    assert got["reachable"] == ref["reachable"]
-    assert sum(h.sent for h in hosts.values()) == sum(h.received for h in hosts.values()) > 0
-    assert all(h.local_tuples > 0 for h in hosts.values()) and rounds > 1
 
 
 def test_runs_are_deterministic_across_hash_seeds():

@@ -58,7 +58,11 @@ def test_run_bursts_json(files, capsys, delivery, annotation, overlap):
 def test_table_output_and_metrics_line(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl")]) == 0
     out = capsys.readouterr().out
-    assert "reachable(a, c)" in out and "bytes_sent=" in out
+    assert "reachable(a, c)" in out
+    head = next(line for line in out.splitlines() if line.startswith("step "))
+    assert head.split() == ["step", "label", "wall", "s", "msgs", "KB", "sent", "worker",
+                            "msgs", "worker", "KB", "updates", "tuples", "check"]
+    assert "-- 1 step: " in out and "between workers; check: not checked" in out
 
 
 def test_bad_burst_line_names_file_line_col(files, capsys):

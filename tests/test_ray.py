@@ -1,4 +1,4 @@
-"""PSN on Ray (issue 7): real local Ray, 2-4 worker actors, results equal to the in-memory
+"""PSN on Ray: real local Ray, 2-4 worker actors, results equal to the in-memory
 engine, the simulator and the centralized reference ``psn.evaluate``; worker failures in the
 middle of a run; traffic metrics gathered from the workers.
 
@@ -9,8 +9,8 @@ runs its networks on the first 1-4 actors of that pool. Inputs are seeded random
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import random
 
 import pytest
@@ -21,10 +21,11 @@ from provenance import get_scheme, scheme_names
 from engine import Network
 from ndlog.errors import EvaluationError, InputError
 
-ray = pytest.importorskip("ray")
-from psn.distributed import (RayNetwork, WorkerPool, cli_options, run_from_args,  # noqa: E402
-                             start_ray)
-from psn.distributed.shard import ShardMap, stable_hash  # noqa: E402
+import ray
+import sim
+from engine.placement import Placement, stable_hash
+from psn.cli import main
+from psn.distributed import RayNetwork, WorkerPool, start_ray
 
 pytestmark = pytest.mark.ray
 
@@ -169,7 +170,7 @@ def test_every_scheme_with_bursts(ray_pool, annotation):
 
 def test_absorption_provenance_across_workers(ray_pool):
     # BDD provenance is bound to each worker's CUDD manager: it crosses workers as node lists
-    absorption = pytest.importorskip("provenance.absorption")
+    from provenance import absorption
     links = _directed(20, 28, 13)
     rng = random.Random(13)
     gone = rng.sample(links, 5)
@@ -217,7 +218,6 @@ def test_minship_and_aggregate_selection_on_workers(ray_pool):
 
 
 def test_same_result_as_simulator(ray_pool):
-    sim = pytest.importorskip("sim")
     topo = topologies.make("random", n=40, m=80, seed=3)
     facts = topo.facts(2)
     s = sim.Simulation(REACH, topo, annotation="set", workers=2, seed=3)
@@ -225,7 +225,7 @@ def test_same_result_as_simulator(ray_pool):
     net = RayNetwork(REACH, facts, annotation="set", pool=ray_pool, workers=2).run()
     assert net.relations()["reachable"] == s.relations()["reachable"]
     # the same hash placement as the simulator: each node on the same worker
-    shards = ShardMap(2)
+    shards = Placement(2)
     assert all(s.placement.worker_of(n) == shards(n) for n in range(40))
     placed = {int(k): row["worker"] for k, row in net.metrics["nodes"].items()}
     assert placed == {n: shards(n) for n in {t[0] for t in facts["link"]}}
@@ -262,8 +262,8 @@ def test_one_worker_sends_nothing_between_workers(ray_pool):
     _assert_same(net.relations(), _reference(REACH, {"link": links}))
 
 
-def test_shard_map_is_stable_and_explicit_first():
-    m = ShardMap(4, {"x": 2})
+def test_placement_is_stable_and_explicit_first():
+    m = Placement(4, {"x": 2})
     assert m("x") == 2
     assert all(m(n) == stable_hash(n) % 4 for n in range(50))
     assert stable_hash("node-a") == stable_hash("node-a")
@@ -300,17 +300,30 @@ def test_worker_crashing_while_handling_a_batch(ray_pool):
     links = _directed(20, 28, 10)
     # deleting link(a, b) with a on worker 1 and b on worker 0 sends worker 0 a batch (the
     # deletion of the mirror link_rev(b, a)), whatever the timing
-    shards = ShardMap(2)
+    shards = Placement(2)
     cross = [t for t in links if shards(t[0]) == 1 and shards(t[1]) == 0]
     bursts = [_insert({"link": links}), [(-1, "link", cross[0]), (-1, "link", links[7])]]
     net = RayNetwork(REACH, annotation="derivation", pool=ray_pool, workers=2)
     net.apply(bursts[0]).run()
-    ray.get(net.actors[0].crash_after.remote(1))   # exits on its next incoming batch
+    ray.get(net.actors[0].set_hook.remote(_crash_after(1)))   # exits on its next batch
     net.apply(bursts[1]).run()
     assert net.recoveries == 1
     _assert_same(net.relations(), _reference(REACH, net.base_facts()))
     assert net.multiset("reachable") == _in_memory(REACH, bursts, "derivation") \
         .multiset("reachable")
+
+
+def _crash_after(batches: int):
+    """A test-only fault for :meth:`ShardActor.set_hook`: the worker process exits abruptly
+    while handling its ``batches``-th next batch (a nested function, so that Ray pickles it
+    by value)."""
+    left = [batches]
+
+    def hook() -> None:
+        left[0] -= 1
+        if left[0] <= 0:
+            os._exit(17)
+    return hook
 
 
 # -- errors and the command line ---------------------------------------------------------
@@ -346,12 +359,11 @@ def test_engine_error_on_a_worker_reaches_the_driver(ray_pool):
 def test_cli_runner_prints_relations_and_checks(ray_pool, tmp_path, capsys):
     (tmp_path / "facts.ndl").write_text("link(@1, 2). link(@2, 3). link(@3, 1).\n")
     (tmp_path / "b1.ndl").write_text("-link(@3, 1).\n+link(@3, 4).\n")
-    args = argparse.Namespace(program="examples/reachable.ndl",
-                              facts=[str(tmp_path / "facts.ndl")],
-                              burst=[str(tmp_path / "b1.ndl")], overlap=False,
-                              annotation="derivation", pick="all", seed=0, format="json",
-                              relation=["reachable"], workers=2, address=None, check=True)
-    assert run_from_args(args) == 0
+    rc = main(["run", "examples/reachable.ndl", "--engine", "ray", "--workers", "2",
+               "--facts", str(tmp_path / "facts.ndl"), "--burst", str(tmp_path / "b1.ndl"),
+               "--annotation", "derivation", "--format", "json", "--relation", "reachable",
+               "--check"])
+    assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     want = _reference(REACH, {"link": [(1, 2), (2, 3), (3, 4)]})["reachable"]
     assert {tuple(r) for r in doc["relations"]["reachable"]} == want
@@ -360,16 +372,10 @@ def test_cli_runner_prints_relations_and_checks(ray_pool, tmp_path, capsys):
     assert ray.is_initialized()   # the runner leaves a runtime it did not start alone
 
 
-def test_cli_runner_takes_the_simulators_flags(ray_pool, capsys):
-    sim = pytest.importorskip("sim")
-    parser = argparse.ArgumentParser()
-    parser.add_argument("program")
-    parser.add_argument("--format", default="table")
-    sim.cli_options(parser)
-    cli_options(parser)
-    args = parser.parse_args(["examples/reachable.ndl", "--topology", "ring",
-                              "--topology-option", "n=16", "--workload", "insert:0.5,1.0",
-                              "--annotation", "set", "--workers", "3", "--check"])
-    assert run_from_args(args) == 0
+def test_cli_runner_takes_the_topology_and_workload(ray_pool, capsys):
+    rc = main(["run", "examples/reachable.ndl", "--engine", "ray", "--topology", "ring",
+               "--topology-option", "n=16", "--workload", "insert:0.5,1.0",
+               "--annotation", "set", "--workers", "3", "--check"])
+    assert rc == 0
     out = capsys.readouterr().out
-    assert "check: ok (2 steps equal the reference)" in out
+    assert "check: ok (2 steps equal to the reference)" in out

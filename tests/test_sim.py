@@ -21,7 +21,7 @@ from sim import (Placement, ProcessingModel, SimTransport, VirtualClock, make_de
 from sim.events import EventQueue
 from sim.metrics import StepResult, write_csv, write_json
 from sim.network import LatencyModel
-from sim.workloads import DeleteLinks, Flap, InsertLinks, Sensors, Wait, WorkloadContext
+from engine.workloads import DeleteLinks, Flap, InsertLinks, Sensors, Wait, WorkloadContext
 from topologies import Link, Node, Topology, make
 
 

@@ -23,7 +23,7 @@ import pytest
 
 import psn
 import topologies
-from sim import Simulation, best_annotation
+from sim import Simulation
 
 pytestmark = pytest.mark.slow
 
@@ -35,34 +35,6 @@ g3 regionSize(@R, count<X>) :- activeRegion(@X, R).
 g4 largestRegion(@K, max<N>) :- regionSize(@R, N), sink(@R, K).
 g5 largestRegions(@K, R) :- regionSize(@R, N), sink(@R, K), largestRegion(@K, N).
 """
-
-def _absorption():
-    """The absorption scheme (registered, or its class while issue 5 is landing), or None
-    when it or the engine's MinShip is missing."""
-    from engine import Network
-    from sim.simulation import _accepts
-    if not _accepts(Network, "ship"):
-        return None
-    if best_annotation() == "absorption":
-        return "absorption"
-    try:
-        from provenance.absorption import AbsorptionScheme
-    except ImportError:
-        return None
-    return AbsorptionScheme()
-
-
-ABSORPTION = _absorption()
-
-needs_absorption = pytest.mark.skipif(
-    ABSORPTION is None,
-    reason="deletions on 100 nodes need absorption provenance with lazy MinShip "
-           "(issue 5): not available in the engine yet")
-
-
-def _fresh(scheme):
-    return scheme if isinstance(scheme, str) else type(scheme)()
-
 
 def _checked(steps):
     for s in steps:
@@ -80,20 +52,18 @@ def test_acceptance_reachable_ts100_insertions_set_semantics():
     assert len(s.relations()["reachable"]) == 100 * 100
 
 
-@needs_absorption
 @pytest.mark.parametrize("program", ["reachable.ndl", "shortest_path.ndl"])
 def test_acceptance_ts100_all_links_then_20_deletions(program):
     topo = topologies.make("ts100", seed=1)
-    s = Simulation(psn.load(EXAMPLES / program), topo, annotation=_fresh(ABSORPTION),
+    s = Simulation(psn.load(EXAMPLES / program), topo, annotation="absorption",
                    ship="lazy", delivery="random", seed=1, state_metrics=False)
     steps = _checked(s.run_workload("insert:1.0;delete-links:20", check=True))
     assert len(steps) == 21
 
 
-@needs_absorption
 def test_acceptance_region_query_100_sensors():
     grid = topologies.make("sensor-grid", sensors=100, seed=1)
-    s = Simulation(psn.parse(REGION), grid, annotation=_fresh(ABSORPTION), ship="lazy",
+    s = Simulation(psn.parse(REGION), grid, annotation="absorption", ship="lazy",
                    delivery="random", seed=1, state_metrics=False)
     steps = _checked(s.run_workload("sensors:trigger=0.5,untrigger", check=True))
     assert len(steps) == 2 + round(0.5 * (100 - len(grid.seeds)))

@@ -8,7 +8,6 @@ graphs; the 100-node acceptance runs are in ``tests/test_sim_acceptance.py``.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from pathlib import Path
@@ -16,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import psn
-import sim
 import topologies
+from psn.cli import main
 from sim import Placement, Simulation
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -102,7 +101,7 @@ def test_one_manager_per_process_or_per_worker_agrees_in_the_simulator():
     runs = {}
     for contexts in ("process", "worker"):
         s = Simulation(REACHABLE, topo, annotation="absorption", delivery="random", seed=5,
-                       workers=3, engine_options={"contexts": contexts})
+                       workers=3, contexts=contexts)
         steps = s.run_workload("insert:1.0;delete-links:3", check=True)
         assert_all_checked(steps)
         runs[contexts] = (s, steps)
@@ -174,27 +173,20 @@ def test_metrics_files_from_a_run(tmp_path):
 
 
 def test_cli_runner(tmp_path, capsys):
-    p = argparse.ArgumentParser()
-    p.add_argument("program")
-    p.add_argument("--format", default="table")
-    p.add_argument("--relation", action="append", default=[])
-    sim.cli_options(p)
     out = tmp_path / "m.json"
-    args = p.parse_args([str(EXAMPLES / "reachable.ndl"), "--topology", "ring",
-                         "--topology-option", "n=4", "--annotation", "derivation",
-                         "--workload", "insert:0.5,1.0;delete-links:1", "--check",
-                         "--workers", "2", "--metrics", str(out), "--no-progress"])
-    assert sim.run_from_args(args) == 0
+    argv = ["run", str(EXAMPLES / "reachable.ndl"), "--topology", "ring",
+            "--topology-option", "n=4", "--annotation", "derivation",
+            "--workload", "insert:0.5,1.0;delete-links:1", "--check",
+            "--workers", "2", "--metrics", str(out), "--no-progress"]
+    assert main(argv) == 0
     text = capsys.readouterr().out
-    assert "check: ok (3 steps equal the reference)" in text
+    assert "check: ok (3 steps equal to the reference)" in text
     assert json.loads(out.read_text())["steps"]
-    args.format, args.relation = "json", ["reachable"]
-    assert sim.run_from_args(args) == 0
+    assert main(argv + ["--format", "json", "--relation", "reachable"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["check"] is True and doc["relations"]["reachable"]
-    args.topology_option = ["bogus=1"]
-    with pytest.raises(psn.PSNError):
-        sim.run_from_args(args)
+    assert main(argv + ["--topology-option", "bogus=1"]) == 2
+    assert "bogus" in capsys.readouterr().err
 
 
 def _fingerprint(steps):

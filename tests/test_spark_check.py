@@ -90,7 +90,7 @@ def test_run_check_spark_agrees_on_the_default_topology(spark, capsys):
                "--workload", "all", "--annotation", "set", "--check", "spark"])
     out = capsys.readouterr()
     assert rc == 0, out.err
-    assert "check: ok (1 steps equal the reference)" in out.out
+    assert "check: ok (1 step equal to the reference)" in out.out
 
 
 @pytest.mark.spark

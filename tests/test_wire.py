@@ -56,7 +56,7 @@ def test_unencodable_value_is_an_input_error():
 
 def test_transport_counts_encoded_bytes_per_node_and_worker():
     scheme = get_scheme("derivation")
-    tr = InMemoryTransport("fifo", 0, placement=Placement({"a": 0, "b": 0, "c": 1}))
+    tr = InMemoryTransport("fifo", 0, placement=Placement(mapping={"a": 0, "b": 0, "c": 1}))
     tr.connect(Codec(scheme), lambda node: None)
     ups = _random_updates(random.Random(1), scheme, 5)
     tr.send("a", "b", ups[:2])

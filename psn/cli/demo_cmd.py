@@ -1,15 +1,15 @@
 """``psn demo``: the main job on the embedded defaults.
 
 Runs reachability (Liu et al., Query 1) on GT-ITM's default 100-node transit-stub topology in
-the discrete-event simulator with the best annotation available (absorption provenance with
-lazy MinShip), inserts every link, then deletes links one at a time, checking the relations
+the discrete-event simulator with the default annotation (absorption provenance with lazy
+MinShip), inserts every link, then deletes links one at a time, checking the relations
 against the centralized reference after every step. Then the final state is checked against
-Spark's batch evaluation (local Spark) and replayed on Ray actors (local Ray) whose result must
-equal the simulator's. Prints convergence time, traffic and each check's verdict; exits 1 if
-any check fails.
+Spark's batch evaluation (local Spark), and the same workload with the same seed runs on Ray
+actors (local Ray): the same steps, and a result equal to the simulator's. Prints
+convergence time, traffic and each check's verdict; exits 1 if any check fails.
 
-Deliberately not here: the machinery (``sim``, ``psn.batch``, ``psn.distributed``); this
-module only strings them together and prints.
+Deliberately not here: the machinery (``psn run``'s :func:`~psn.cli.run_cmd.execute`,
+``psn.batch``); this module only strings them together and prints.
 """
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _run_args(args, engine: str, extra: list[str]) -> argparse.Namespace:
+    """The ``psn run`` flags of one leg of the demo (same topology, workload and seed)."""
+    from . import build_parser
+    workload = f"all; delete-links:{args.deletions}" if args.deletions else "all"
+    argv = ["run", args.program or "<demo: reachable>", "--engine", engine,
+            "--topology", args.topology, "--workload", workload, "--seed", str(args.seed),
+            "--relation", "reachable"] + extra
+    if args.progress is not None:
+        argv.append("--progress" if args.progress else "--no-progress")
+    return build_parser().parse_args(argv)
+
+
 def _program(args):
     from ndlog.parser import load, parse
     if args.program:
@@ -51,35 +63,41 @@ def _program(args):
     return parse(PROGRAMS["reachable"], "<demo: reachable>")
 
 
-def run(args: argparse.Namespace) -> int:
-    from sim import Simulation
-    from sim.cli import print_steps
+def validate(args: argparse.Namespace) -> None:
+    """Check the demo's own options before anything runs."""
+    from ndlog.errors import InputError
+    if args.workers < 1:
+        raise InputError(f"--workers takes a positive integer, not {args.workers}")
+    if args.deletions < 0:
+        raise InputError(f"--deletions takes a number >= 0, not {args.deletions}")
 
+
+def run(args: argparse.Namespace) -> int:
+    from .run_cmd import execute, print_table
+
+    validate(args)
     program = _program(args)
     print("== PSN demo: reachability on the default GT-ITM topology (simulator)")
-    sim = Simulation(program, args.topology, seed=args.seed, delivery="random")
-    workload = f"all; delete-links:{args.deletions}" if args.deletions else "all"
-    sim.run_workload(workload, check=True, progress=args.progress)
-    print_steps(sim)
-    ok = all(s.check for s in sim.steps)
-    final_facts = {p: set(ts) for p, ts in sim.base_facts().items()}
-    result = sim.relations()
+    outcome = execute(_run_args(args, "sim", ["--check"]), program)
+    print_table(outcome.run, outcome.rows)
+    ok = all(r["check"] for r in outcome.rows)
     if not args.no_spark:
-        ok &= _spark_check(program, final_facts, result)
+        ok &= _spark_check(program, outcome)
     if not args.no_ray:
-        ok &= _ray_replay(program, sim, final_facts, result, args)
+        ok &= _ray_replay(args, program, outcome)
     print(f"== verdict: {'all checks passed' if ok else 'A CHECK FAILED'}")
     return 0 if ok else 1
 
 
-def _spark_check(program, facts, result) -> bool:
-    from ..batch.spark import evaluate_spark
+def _spark_check(program, outcome) -> bool:
     from ndlog.check import compare_relations
+
+    from ..batch.spark import evaluate_spark
 
     print("== Spark batch reference (local Spark, synchronous semi-naive)")
     start = time.perf_counter()
-    spark = evaluate_spark(program, facts)
-    diff = compare_relations(spark, result, relations=sorted(result))
+    spark = evaluate_spark(program.with_(facts=()), outcome.base_facts)
+    diff = compare_relations(spark, outcome.relations, relations=sorted(outcome.relations))
     print(f"   {time.perf_counter() - start:.1f} s including session start; "
           f"check: {'ok, the simulation equals Spark' if diff.ok else 'FAILED'}")
     if not diff.ok:
@@ -87,43 +105,24 @@ def _spark_check(program, facts, result) -> bool:
     return diff.ok
 
 
-def _ray_replay(program, sim, facts, result, args) -> bool:
+def _ray_replay(args, program, sim_outcome) -> bool:
     from ndlog.check import compare_relations
-    from ..distributed import RayNetwork
 
-    print(f"== Ray replay ({args.workers} local workers): all links, then the same deletions")
-    initial = {p: set(ts) for p, ts in sim.topology_facts().items()} \
-        if hasattr(sim, "topology_facts") else None
-    start = time.perf_counter()
-    net = RayNetwork(program, annotation=sim.annotation, workers=args.workers,
-                     seed=args.seed)
-    try:
-        started = time.perf_counter()
-        all_links = initial or _all_links(sim)
-        net.apply([(1, p, t) for p, ts in all_links.items() for t in ts]).run()
-        deleted = [(p, t) for p, ts in all_links.items() for t in ts
-                   if t not in facts.get(p, set())]
-        for p, t in deleted:
-            net.apply([(-1, p, t)]).run()
-        got = net.relations()
-        metrics = net.metrics
-    finally:
-        net.close()
-    diff = compare_relations(result, got, relations=sorted(result))
-    totals = metrics.get("totals", metrics) if isinstance(metrics, dict) else {}
-    print(f"   start-up {started - start:.1f} s, run {time.perf_counter() - started:.1f} s; "
-          f"{totals.get('worker_messages_sent', '?')} messages, "
-          f"{totals.get('worker_bytes_sent', '?')} bytes between workers; "
+    from .run_cmd import execute
+
+    print(f"== Ray replay ({args.workers} local workers): the same workload and seed")
+    outcome = execute(_run_args(args, "ray", ["--workers", str(args.workers)]), program)
+    same_steps = [r["label"] for r in outcome.rows] == [r["label"] for r in sim_outcome.rows]
+    diff = compare_relations(sim_outcome.relations, outcome.relations,
+                             relations=sorted(sim_outcome.relations))
+    m = outcome.metrics
+    run = outcome.run
+    wall = sum(r["wall_time"] for r in outcome.rows)
+    print(f"   start-up {run['ray_startup_seconds'] + run['actor_startup_seconds']:.1f} s, "
+          f"run {wall:.1f} s; {m['worker_messages_sent']:,} messages, "
+          f"{m['worker_bytes_sent']:,} bytes between workers; same steps: "
+          f"{'yes' if same_steps else 'NO'}; "
           f"check: {'ok, Ray equals the simulation' if diff.ok else 'FAILED'}")
     if not diff.ok:
         print(diff.render(expected_name="simulation", actual_name="ray"), file=sys.stderr)
-    return diff.ok
-
-
-def _all_links(sim) -> dict[str, set]:
-    arity = sim.link_arity or 2
-    return {"link": set(sim.topology.link_facts(arity=arity))}
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run(argparse.Namespace(**{"program": None})))
+    return diff.ok and same_steps

@@ -1,211 +1,373 @@
-"""``psn run PROGRAM [--facts FILE]... [--burst FILE]... [--annotation NAME]
-[--delivery fifo|random|adversarial] [--seed N] [--overlap] [--format table|json]``:
-run a program on the PSN engine over the in-memory transport and print the final relations
-and the traffic metrics.
+"""``psn run PROGRAM [options]``: run a program on any engine, step by step.
 
-Bursts apply in order, each run to quiescence, unless ``--overlap`` injects them all at once.
-``--format json`` prints ``{"relations": {name: sorted tuples}, "metrics": {...}}`` with at
-least the totals ``updates_processed``, ``messages_sent``, ``tuples_sent``, ``bytes_sent``.
+A run is a list of steps, each one burst run to quiescence (the bursty model of Nigam et
+al. 2012, Sec. 3.1): the ``--facts`` files, then the ``--workload`` on the ``--topology``
+(expanded against the live base facts with :class:`engine.workloads.WorkloadContext`, so the
+same workload and seed give the same steps on every engine), then each ``--burst`` file
+(``--overlap``: all of them as one step). The same steps run on the in-memory engine, the
+simulator or Ray (:mod:`psn.cli.runners`); ``--check`` compares with the reference after
+every step.
 
-Structure: :func:`register` declares the flags in small groups (:func:`_add_engine_flags`,
-...), :func:`build_network` turns the parsed flags into a :class:`engine.Network`, and
-:func:`run` drives and prints; later issues add flags (``--engine``, ``--topology``,
-``--ship``, ``--check``) by extending those pieces.
+Output has one shape on every engine. ``--format json`` prints one document with ``run``
+(the resolved settings), ``steps`` (one row per step, :data:`psn.cli.runners.STEP_COLUMNS`),
+``summary``, ``relations`` (every relation of the program, or those of ``--relation``) and
+``metrics``; the table prints the steps with the same columns, a summary line, the
+relations (a count per relation when they are many), and ``--why`` formulas.
 
-Deliberately not here: the engine, the simulator, Ray (imported inside ``run`` only).
+Deliberately not here: the option declarations (:mod:`psn.cli.options`), the engines.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from dataclasses import dataclass
 
-__all__ = ["register", "build_network", "run"]
+from ndlog.errors import InputError
+from ndlog.text import count_noun
 
-ANNOTATIONS = ("set", "derivation", "absorption")
+from .options import add_run_options, check_engine_options, engine_of, run_options
+
+__all__ = ["register", "run", "execute", "report", "Outcome", "plan_steps", "print_table",
+           "TABLE_LIMIT"]
+
+#: Relations with at most this many tuples in all are printed in full by the table output.
+TABLE_LIMIT = 500
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a program on the PSN engine",
                        description="Run an NDlog program with pipelined semi-naive "
-                       "evaluation (PSN) on in-memory nodes, apply bursts of updates, and "
-                       "print the final relations and metrics.")
+                       "evaluation (PSN) on in-memory nodes, the simulator or Ray, apply "
+                       "bursts of updates or a workload, and print what each step cost and "
+                       "the final relations.")
     p.add_argument("program", help="NDlog program file")
-    p.add_argument("--facts", action="append", default=[], metavar="FILE",
-                   help="initial facts: NDlog fact statements or FILE.csv (repeatable)")
-    p.add_argument("--burst", action="append", default=[], metavar="FILE",
-                   help="a burst of updates, one per line: +fact. / -fact. / fact. "
-                   "(repeatable; applied in order)")
-    p.add_argument("--overlap", action="store_true",
-                   help="inject all bursts at once instead of each to quiescence")
-    _add_engine_flags(p)
-    _add_output_flags(p)
-    _add_transport_flags(p)
+    add_run_options(p)
     p.set_defaults(func=run)
 
 
-ENGINES = ("sim", "memory", "ray")
+def run(args: argparse.Namespace) -> int:
+    return report(args, execute(args))
 
 
-def _add_transport_flags(p: argparse.ArgumentParser) -> None:
-    """``--engine``, ``--check`` and the simulator's and Ray's own flags (issues 6-8)."""
-    import sim
-    from .. import distributed
-    p.add_argument("--engine", choices=ENGINES, default=None,
-                   help="sim: the discrete-event simulator on a topology (the default "
-                   "whenever --topology or --workload is given); memory: in-memory nodes "
-                   "without latencies (the default otherwise); ray: Ray actors")
-    p.add_argument("--check", nargs="?", const="python", default=None,
-                   choices=("python", "spark"),
-                   help="compare the relations with the reference after every burst: "
-                   "psn.evaluate (python, the default) or Spark batch jobs (spark); report "
-                   "differences tuple by tuple and exit 1 if there are any")
-    p.add_argument("--spark-master", default=None, metavar="URL",
-                   help="Spark master for --check spark (default: local)")
-    p.add_argument("--topology", default=None, metavar="NAME|FILE",
-                   help="topology for --engine sim/ray: ts100 (default), gtitm, dense, "
-                   "sparse, sensor-grid, ring, line, grid, random, or an .alt/.json file")
-    sim.cli_options(p)
-    distributed.cli_options(p)
+@dataclass
+class Outcome:
+    """What a run produced: the resolved settings, the step rows, and the final relations,
+    base facts, metrics and ``--why`` formulas."""
+
+    run: dict
+    rows: list[dict]
+    relations: dict[str, set]
+    base_facts: dict[str, set]
+    metrics: dict
+    why: list[tuple[str, str]]
 
 
-def _engine(args: argparse.Namespace) -> str:
-    if args.engine:
-        return args.engine
-    return "sim" if (args.topology or getattr(args, "workload", None)) else "memory"
-
-
-def _add_engine_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--annotation", default=None, metavar="NAME",
-                   help="annotation scheme: set, derivation or absorption (default: "
-                   "derivation on --engine memory, the best available -- absorption -- on "
-                   "sim and ray)")
-    p.add_argument("--delivery", choices=("fifo", "random", "adversarial"), default="random",
-                   help="delivery order of the in-memory transport (default random)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the delivery order")
-    p.add_argument("--pick", choices=("all", "one"), default="all",
-                   help="pick all pickable updates per iteration (default) or one")
-    # issue 5: MinShip, aggregate selection, provenance you can read
-    p.add_argument("--ship", default=None, metavar="MODE",
-                   help="MinShip (Liu Sec. 5): eager, eager:W, lazy or off (default: lazy "
-                   "with --annotation absorption, off otherwise)")
-    p.add_argument("--aggsel", choices=("multi", "single", "off"), default="multi",
-                   help="aggregate selection (Liu Sec. 6) where detected: multi (default), "
-                   "single (first aggregate only) or off; not with --annotation derivation")
-    p.add_argument("--why", action="append", default=[], metavar="FACT",
-                   help="print the provenance of FACT, e.g. 'reachable(@a,c)', as a minimal "
-                   "sum of products over base tuples (needs --annotation absorption)")
-
-
-def _add_output_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument("--relation", action="append", default=[], metavar="NAME",
-                   help="print only this relation (repeatable)")
-
-
-def build_network(args: argparse.Namespace):
-    """The :class:`engine.Network` the flags describe, with the initial facts."""
-    from engine import Network
-    from ndlog.output import read_facts_files
+def execute(args: argparse.Namespace, program=None) -> Outcome:
+    """Run the steps the parsed flags describe on their engine (see the module doc);
+    ``program`` (parsed) instead of reading ``args.program``."""
     from ndlog.parser import load
 
-    program = load(args.program)
-    facts = read_facts_files(args.facts)
-    from engine.minship import parse_ship
-    ship = getattr(args, "ship", None)
-    parse_ship(ship)                                   # InputError naming a bad value
-    aggsel = getattr(args, "aggsel", "off")
-    if args.annotation == "derivation":
-        aggsel = "off"                                 # multiplicities: see engine.aggsel
-    net = Network(program, facts, annotation=args.annotation, delivery=args.delivery,
-                  seed=args.seed, batch=args.pick == "all", ship=ship, aggsel=aggsel)
-    if getattr(args, "why", None) and not hasattr(net.scheme, "explain"):
-        from ndlog.errors import InputError
-        raise InputError(f"--why needs provenance: annotation '{args.annotation}' keeps "
-                         f"none (use --annotation absorption)")
-    return net
+    from .runners import make_runner
+
+    engine = engine_of(args)
+    check_engine_options(args, engine)
+    if program is None:
+        program = load(args.program)
+    options = run_options(args, engine)
+    topology = _topology(args)
+    arities = program.arities()
+    facts = _read_facts(args, arities)
+    bursts = _read_bursts(args, arities)
+    wanted = _why_facts(args.why)
+    with _engine_errors(engine):
+        runner = make_runner(engine, program, options, args, topology)
+        try:
+            _check_why_supported(runner, wanted)
+            rows = _run_steps(args, runner, program, topology, facts, bursts)
+            return Outcome(runner.describe(), rows, runner.relations(), runner.base_facts(),
+                           runner.metrics(), [(text, runner.why(pred, tup))
+                                              for text, pred, tup in wanted])
+        finally:
+            runner.close()
 
 
-def run(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    if engine != "memory":
-        args.annotation = args.annotation or "best"
-        args.topology = args.topology or "ts100"
-        if engine == "sim":
-            import sim
-            return sim.run_from_args(args)
-        from .. import distributed
-        return distributed.run_from_args(args)
-    args.annotation = args.annotation or "derivation"
-    return _run_memory(args)
+def _engine_errors(engine: str):
+    """Ray's failures as one clear PSN error (:func:`psn.distributed.runtime.ray_errors`)."""
+    if engine != "ray":
+        return contextlib.nullcontext()
+    from ..distributed.runtime import ray_errors
+    return ray_errors()
 
 
-def _run_memory(args: argparse.Namespace) -> int:
+# -- inputs --------------------------------------------------------------------------------
+
+def _topology(args):
+    """The topology of ``--topology`` (or the default one when only ``--workload`` asks
+    for one), else ``None``: no topology is loaded unless asked for."""
+    if not (args.topology or args.workload):
+        return None
+    from pathlib import Path
+
+    import topologies
+    name = args.topology or "ts100"
+    opts = _topology_options(args.topology_option)
+    seed = args.seed or 0
+    if Path(name).exists():
+        return topologies.load(name, **opts)
+    try:
+        return topologies.make(name, seed=seed if args.topology_seed is None
+                               else args.topology_seed, **opts)
+    except TypeError as exc:
+        raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
+
+
+def _topology_options(items: list[str]) -> dict:
+    out = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"--topology-option takes KEY=VALUE, not {item!r}")
+        out[key.strip().replace("-", "_")] = _value(value.strip())
+    return out
+
+
+def _value(text: str):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def _read_facts(args, arities) -> list:
+    from ndlog.output import read_facts_files
+    facts = read_facts_files(args.facts, arities=arities)
+    return [(1, p, t) for p, rows in facts.items() for t in rows]
+
+
+def _read_bursts(args, arities) -> list[tuple[str, list]]:
     from engine.bursts import read_burst_file
-    from ndlog.output import relations_to_json, render_relations, select_relations
-
-    bursts = [read_burst_file(path) for path in args.burst]
-    net = build_network(args)
-    failures = []
-    if args.overlap:
-        for burst in bursts:
-            net.apply(burst)
-        net.run()
-        failures += _check_burst(args, net, "all bursts")
-    else:
-        net.run()
-        failures += _check_burst(args, net, "facts")
-        for path, burst in zip(args.burst, bursts):
-            net.apply(burst)
-            net.run()
-            failures += _check_burst(args, net, f"burst {path}")
-    result = net.relations()
-    result = select_relations(result, args.relation)
-    metrics = net.metrics
-    if args.format == "json":
-        print(json.dumps({"relations": relations_to_json(result), "metrics": metrics},
-                         sort_keys=True))
-    else:
-        print(render_relations(result, "table"))
-        keys = ("updates_processed", "messages_sent", "tuples_sent", "bytes_sent")
-        print("-- " + ", ".join(f"{k}={metrics[k]}" for k in keys))
-    _print_why(net, getattr(args, "why", []))
-    if args.check:
-        verdict = "ok" if not failures else f"FAILED after {len(failures)} burst(s)"
-        print(f"-- check against {args.check}: {verdict}", file=sys.stderr)
-    return 1 if failures else 0
+    return [(f"burst {path}", read_burst_file(path, arities=arities)) for path in args.burst]
 
 
-def _check_burst(args: argparse.Namespace, net, label: str) -> list[str]:
-    """``--check``: compare with the reference on the current base facts; print and return
-    the differences (relations pruned by aggregate selection are not compared)."""
-    if not args.check:
-        return []
-    from ndlog.analysis import aggsel_candidates
-    from ndlog.check import compare_relations
-    from psn.oracle import reference_evaluator
-
-    program = net.program.source.with_(facts=())
-    evaluate = reference_evaluator(args.check, args.spark_master)
-    want = evaluate(program, net.base_facts())
-    got = net.relations()
-    names = sorted(set(want) - set(aggsel_candidates(program)))
-    diff = compare_relations(want, got, relations=names)
-    if diff.ok:
-        return []
-    print(f"check failed after {label}:", file=sys.stderr)
-    print(diff.render(expected_name=args.check, actual_name="run"), file=sys.stderr)
-    return [label]
-
-
-def _print_why(net, facts: list) -> None:
-    """``--why FACT``: one line ``FACT = formula`` per fact (Network.why)."""
-    from ndlog.errors import InputError
+def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
+    """``--why`` arguments as ``(text, pred, tuple)``, read before anything runs."""
+    from ndlog.errors import PSNError
     from ndlog.parser import parse_atom
-    for text in facts:
+    out = []
+    for text in texts:
         try:
             atom = parse_atom(text.strip().rstrip("."))
-        except Exception as e:  # PSNError with a caret: re-raise as bad user input
+        except PSNError as e:
             raise InputError(f"--why {text!r} is not a fact: {e}") from None
-        print(f"{text.strip()} = {net.why(atom.pred, atom.values)}")
+        out.append((text.strip(), atom.pred, atom.values))
+    return out
+
+
+def _check_why_supported(runner, wanted) -> None:
+    if wanted and getattr(runner.net.scheme, "explain", None) is None:
+        raise InputError(f"--why needs provenance: annotation "
+                         f"'{runner.net.scheme.name}' keeps none",
+                         hint="use --annotation absorption")
+
+
+# -- steps ---------------------------------------------------------------------------------
+
+def plan_steps(args, runner, program, topology, facts: list, bursts: list):
+    """``(label, burst, advance)`` for every step, the workload's expanded lazily against
+    the runner's live base facts."""
+    if facts:
+        yield "facts", facts, 0.0
+    if topology is not None:
+        from engine.workloads import WorkloadContext, parse_workload
+        workload = parse_workload(args.workload or "all", topology)
+        ctx = WorkloadContext.for_run(topology, program, args.seed or 0,
+                                      args.cost or "latency", runner.base_facts())
+        for step in workload.steps(ctx):
+            burst = [(-1, p, t) for p, ts in step.delete.items() for t in ts]
+            burst += [(1, p, t) for p, ts in step.insert.items() for t in ts]
+            yield step.label, burst, step.advance
+            ctx.base = runner.base_facts()
+    if args.overlap and bursts:
+        yield "all bursts", [u for _, b in bursts for u in b], 0.0
+    else:
+        for label, burst in bursts:
+            yield label, burst, 0.0
+
+
+def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
+    checker = _checker(args, program)
+    bar = _progress(args)
+    rows = []
+    try:
+        for label, burst, advance in plan_steps(args, runner, program, topology, facts,
+                                                bursts):
+            row = runner.step(label, burst, advance)
+            row["check"], row["diff"] = checker(runner) if checker else (None, [])
+            rows.append(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(label[:40])
+        if not rows:        # only the program's own facts
+            row = runner.step("program facts", [])
+            row["check"], row["diff"] = checker(runner) if checker else (None, [])
+            rows.append(row)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.metrics:
+        runner.sim.write_metrics(args.metrics)
+    return rows
+
+
+def _checker(args, program):
+    """``runner -> (equal, diff)`` against the reference of ``--check``, or ``None``."""
+    if not args.check:
+        return None
+    from ndlog.analysis import aggsel_candidates
+    from ndlog.check import verdict
+
+    from ..oracle import reference_evaluator
+    reference = reference_evaluator(args.check, args.spark_master)
+    source = program.with_(facts=())
+    skip = set(aggsel_candidates(program))
+
+    def check(runner):
+        want = reference(source, runner.base_facts())
+        return verdict(runner.relations(), want, skip=skip)
+    return check
+
+
+def _progress(args):
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    if not show:
+        return None
+    from tqdm import tqdm
+    return tqdm(desc="psn run", unit="step", file=sys.stderr, leave=False)
+
+
+# -- output --------------------------------------------------------------------------------
+
+def report(args, outcome: Outcome) -> int:
+    """Print a run's outcome in ``--format``; returns the exit status (1 if a check
+    failed)."""
+    from ndlog.output import relations_to_json, select_relations
+
+    rows = outcome.rows
+    relations = select_relations(outcome.relations, args.relation)
+    failed = [(i, r) for i, r in enumerate(rows) if r["check"] is False]
+    summary = _summary(rows)
+    if args.format == "json":
+        doc = {"run": outcome.run, "steps": [_jsonable_row(i, r) for i, r in
+                                              enumerate(rows)],
+               "summary": summary, "relations": relations_to_json(relations),
+               "metrics": outcome.metrics}
+        if outcome.why:
+            doc["why"] = dict(outcome.why)
+        print(json.dumps(doc, sort_keys=True, default=repr))
+    else:
+        print_table(outcome.run, rows, summary)
+        _print_relations(relations, explicit=bool(args.relation))
+        for text, formula in outcome.why:
+            print(f"{text} = {formula}")
+    for i, r in failed:
+        print(f"check failed after step {i} ({r['label']}):", file=sys.stderr)
+        for rel, sign, tup in r["diff"]:
+            side = "only in the run" if sign == "+" else "missing from the run"
+            print(f"  {rel}{tup} {side}", file=sys.stderr)
+    if args.check:
+        verdict = "ok" if not failed else f"FAILED after {count_noun(len(failed), 'step')}"
+        print(f"-- check against {args.check}: {verdict}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _jsonable_row(i: int, row: dict) -> dict:
+    out = {"index": i}
+    out.update(row)
+    out["diff"] = [[rel, sign, list(t)] for rel, sign, t in row["diff"]]
+    return out
+
+
+def _summary(rows: list[dict]) -> dict:
+    checks = [r["check"] for r in rows if r["check"] is not None]
+    out = {"steps": len(rows), "wall_time": sum(r["wall_time"] for r in rows),
+           "checked": len(checks), "check": all(checks) if checks else None}
+    for k in ("messages_sent", "bytes_sent", "worker_messages_sent", "worker_bytes_sent",
+              "updates_processed"):
+        out[k] = sum(r[k] for r in rows)
+    if rows and "sim_time" in rows[0]:
+        out["sim_time"] = sum(r["sim_time"] for r in rows)
+    return out
+
+
+def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
+    """The step table of a run described by ``d`` (:meth:`Runner.describe`) and its
+    summary line."""
+    summary = summary or _summary(rows)
+    head = f"# engine {d['engine']}: annotation {d['annotation']} (ship {d['ship']}, " \
+           f"aggsel {d['aggsel']})"
+    if d["engine"] != "ray":
+        head += f", delivery {d['delivery']}"
+    print(head + f", seed {d['seed']}")
+    if "topology" in d:
+        print(f"# {d['topology']}; {d['placement']}; processing {d['processing']}")
+    if d["engine"] == "ray":
+        print(f"# {d['workers']} Ray workers (Ray start-up {d['ray_startup_seconds']:.2f} s "
+              f"and actors {d['actor_startup_seconds']:.2f} s, not in the wall times)")
+    sim = "sim_time" in (rows[0] if rows else {})
+    cols = [("step", "index"), ("label", "label"), ("wall s", "wall_time")]
+    if sim:
+        cols.append(("sim s", "sim_time"))
+    cols += [("msgs", "messages_sent"), ("KB sent", "bytes_sent"),
+             ("worker msgs", "worker_messages_sent"), ("worker KB", "worker_bytes_sent"),
+             ("updates", "updates_processed"), ("tuples", "state_tuples")]
+    if sim:
+        cols.append(("prov B/tuple", "provenance_per_tuple"))
+    cols.append(("check", "check"))
+    table = [[_cell(key, i, r) for _, key in cols] for i, r in enumerate(rows)]
+    names = [name for name, _ in cols]
+    widths = [max(len(n), *(len(t[i]) for t in table)) if table else len(n)
+              for i, n in enumerate(names)]
+    print("  ".join(n.ljust(w) for n, w in zip(names, widths)))
+    for t in table:
+        print("  ".join(c.ljust(w) if i == 1 else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(t, widths))))
+    verdict = {None: "not checked",
+               True: f"ok ({count_noun(summary['checked'], 'step')} equal to the reference)",
+               False: "FAILED"}[summary["check"]]
+    sim_part = f"convergence {summary['sim_time']:.4f} s simulated, " if sim else ""
+    print(f"-- {count_noun(summary['steps'], 'step')}: {sim_part}{summary['wall_time']:.2f} s "
+          f"wall; {summary['worker_bytes_sent'] / 2**20:.3f} MB in "
+          f"{count_noun(summary['worker_messages_sent'], 'message')} between workers; "
+          f"check: {verdict}")
+
+
+_FORMATS = {"wall_time": "{:.3f}", "sim_time": "{:.4f}", "provenance_per_tuple": "{:.1f}"}
+
+
+def _cell(key: str, i: int, row: dict) -> str:
+    if key == "index":
+        return str(i)
+    if key == "label":
+        return str(row["label"])
+    v = row[key]
+    if key == "check":
+        return {None: "-", True: "ok", False: "FAIL"}[v]
+    if key in ("bytes_sent", "worker_bytes_sent"):
+        return f"{v / 1024:.1f}"
+    return _FORMATS.get(key, "{:,}").format(v)
+
+
+def _print_relations(relations: dict, explicit: bool) -> None:
+    from ndlog.output import render_relations
+    total = sum(len(ts) for ts in relations.values())
+    if explicit or total <= TABLE_LIMIT:
+        print(render_relations(relations, "table"))
+        return
+    for name in sorted(relations):
+        print(f"{name}: {count_noun(len(relations[name]), 'tuple')}")
+    print(f"-- {count_noun(total, 'tuple')} in all; --relation NAME prints one in full")

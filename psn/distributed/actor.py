@@ -13,9 +13,9 @@ it), and none is needed for termination detection: the driver counts batches sen
 received per worker (:meth:`status`).
 
 An error inside a fire-and-forget call cannot reach the driver through its return value, so
-the actor stores the first error and reports it with :meth:`status`: a
-:class:`ndlog.errors.PSNError` as itself (the driver raises it, span and all), anything else as
-its traceback text.
+the actor keeps the first error (it still propagates to Ray) and reports it with
+:meth:`status`: a :class:`ndlog.errors.PSNError` as itself (the driver raises it, span and
+all), anything else as its traceback text.
 
 Deliberately not here: the engine loop (``shard``), termination detection, recovery and the
 ledger (``psn.distributed.network``), starting Ray (``psn.distributed.runtime``).
@@ -23,7 +23,9 @@ ledger (``psn.distributed.network``), starting Ray (``psn.distributed.runtime``)
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import traceback
 
 import ray
@@ -42,38 +44,40 @@ class ShardActor:
         self.epoch = -1
         self.shard: Shard | None = None
         self.peers: list = []
-        self.error: str | None = None
-        self.crash_countdown: int | None = None
+        self.error = None
+        self.before_deliver = None
         self._prepared: tuple | None = None
 
     def ping(self) -> tuple[int, int]:
         """``(pid, epoch)``; epoch ``-1`` until configured (e.g. just restarted)."""
         return os.getpid(), self.epoch
 
-    def configure(self, epoch: int, index: int, key: str, program, annotation,
-                  shards, peers: list, batch: bool = True, roundtrip: bool = False,
-                  on_node=None, ship=None, aggsel=None) -> int:
+    def configure(self, epoch: int, index: int, key: str, program, options,
+                  placement, peers: list, on_node=None) -> int:
         """Start epoch ``epoch`` with an empty shard: drop every node and counter.
 
         ``program`` is the source :class:`ndlog.ast.Program` (prepared here once per ``key``
-        and cached), ``annotation`` a scheme name or object, ``shards`` a
-        :class:`~psn.distributed.shard.ShardMap`, ``peers`` the actor handles of all workers
-        by index, ``on_node`` an optional callable run on every new node, ``ship`` and
-        ``aggsel`` the MinShip and aggregate-selection modes of :class:`engine.Network`
-        (the :class:`engine.WorkerHost` builds their stages on this worker). This
-        one-time setup travels through Ray's own serialization; updates never do.
+        and cached), ``options`` the run's :class:`engine.RunOptions` (resolved here, as
+        every engine resolves them), ``placement`` the :class:`engine.Placement` of nodes
+        on worker indexes, ``peers`` the actor handles of all workers by index, ``on_node``
+        an optional callable run on every new node. This one-time setup travels through
+        Ray's own serialization; updates never do.
         """
-        from provenance import get_scheme
         from engine import prepare
         if self._prepared is None or self._prepared[0] != key:
             self._prepared = (key, prepare(program))
+        prepared = self._prepared[1]
         self.epoch = epoch
         self.peers = list(peers)
         self.error = None
-        self.crash_countdown = None
-        self.shard = Shard(index, self._prepared[1], get_scheme(annotation), shards,
-                           batch=batch, roundtrip=roundtrip, on_node=on_node, ship=ship,
-                           aggsel=aggsel)
+        self.shard = Shard(index, prepared, options.resolve(prepared), placement,
+                           on_node=on_node)
+        return os.getpid()
+
+    def set_hook(self, before_deliver) -> int:
+        """Install a callable run before every batch from another worker is handled (the
+        tests' fault injection kills the process from one). Returns the pid."""
+        self.before_deliver = before_deliver
         return os.getpid()
 
     # -- updates -------------------------------------------------------------------------
@@ -82,30 +86,33 @@ class ShardActor:
         the resulting batches. Returns the number of batches sent."""
         if epoch != self.epoch or self.error:
             return 0
-        try:
+        with self._recorded():
             for payload in payloads:
                 self.shard.receive_payload(payload, counted=False)
             return self._send()
-        except Exception as exc:  # noqa: BLE001 - reported through status()
-            self._failed(exc)
-            return 0
-
-    def _failed(self, exc: Exception) -> None:
-        self.error = exc if isinstance(exc, PSNError) else traceback.format_exc()
 
     def deliver(self, epoch: int, src: int, payload: bytes) -> None:
         """A batch from worker ``src`` (fire-and-forget)."""
         if epoch != self.epoch or self.error:
             return
-        if self.crash_countdown is not None:
-            self.crash_countdown -= 1
-            if self.crash_countdown <= 0:
-                os._exit(17)  # fault injection for tests: die in the middle of a run
-        try:
+        if self.before_deliver is not None:
+            self.before_deliver()
+        with self._recorded():
             self.shard.receive_payload(payload)
             self._send()
-        except Exception as exc:  # noqa: BLE001 - reported through status()
-            self._failed(exc)
+
+    @contextlib.contextmanager
+    def _recorded(self):
+        """Keep the first error of a call for :meth:`status` (a fire-and-forget call has
+        no caller to raise it to); the error still propagates to Ray."""
+        ok = False
+        try:
+            yield
+            ok = True
+        finally:
+            if not ok and self.error is None:
+                exc = sys.exc_info()[1]
+                self.error = exc if isinstance(exc, PSNError) else traceback.format_exc()
 
     def _send(self) -> int:
         out = self.shard.take_outbox()
@@ -118,13 +125,10 @@ class ShardActor:
         """End of stream at this worker's nodes; returns the updates flushed."""
         if epoch != self.epoch or self.error:
             return 0
-        try:
+        with self._recorded():
             n = self.shard.flush()
             self._send()
             return n
-        except Exception as exc:  # noqa: BLE001
-            self._failed(exc)
-            return 0
 
     # -- termination detection -----------------------------------------------------------
     def status(self, epoch: int) -> tuple:
@@ -146,12 +150,6 @@ class ShardActor:
 
     def report(self, epoch: int) -> tuple[int, bytes]:
         return self.epoch, pack(self.shard.report())
-
-    # -- fault injection (tests) ---------------------------------------------------------
-    def crash_after(self, deliveries: int) -> int:
-        """Exit the process abruptly while handling the ``deliveries``-th next batch."""
-        self.crash_countdown = deliveries
-        return os.getpid()
 
 
 _ACTOR = None

@@ -3,14 +3,13 @@
 Role: :class:`RayNetwork` has the API of :class:`engine.Network` (``insert``, ``delete``,
 ``apply``, ``run``, ``relations``, ``multiset``, ``base_facts``, ``metrics``) and runs the
 same engine on a :class:`WorkerPool` of Ray actors, one per worker, each hosting the shard
-of nodes :class:`~psn.distributed.shard.ShardMap` places on it (by a stable hash, or an
-explicit map). How a run goes:
+of nodes the run's :class:`engine.Placement` puts on it (by a stable hash, or an explicit
+map). How a run goes:
 
-1. **Ledger.** Bursts go into a driver-side :class:`engine.Network` whose transport only
-   captures what it injects (:class:`CaptureTransport`): the engine's own base-fact ledger
-   numbers insertions, matches deletions and builds the base annotations. Captured updates
-   are encoded with :mod:`engine.wire` and grouped per worker; the driver keeps every burst
-   (the *history*).
+1. **Ledger.** Bursts go through the driver's :class:`engine.Injector`, the one every
+   engine injects through: it checks each update against the program, numbers insertions,
+   matches deletions and builds the base annotations. The updates are encoded with
+   :mod:`engine.wire` and grouped per worker; the driver keeps every burst (the *history*).
 2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts;
    workers run the PSN loop and exchange batches (msgpack bytes, one Ray call per
    destination worker and per handled call, no FIFO assumption).
@@ -40,16 +39,20 @@ import uuid
 from typing import Any, Iterable, Mapping
 
 import ray
-from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTaskError
 
+from engine import Injector, Placement, RunOptions, prepare
+from engine.host import Contexts
+from engine.transport import TrafficMetrics
+from engine.wire import Codec
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.parser import parse
-from engine.transport import LogicalClock, Placement, TrafficMetrics
+
 from .actor import actor_class
 from .runtime import start_ray
-from .shard import ShardMap, pack, unpack
+from .shard import pack, unpack
 
-__all__ = ["RayNetwork", "WorkerPool", "CaptureTransport"]
+__all__ = ["RayNetwork", "WorkerPool"]
 
 
 class _WorkerLost(Exception):
@@ -66,6 +69,8 @@ class WorkerPool:
     address:
         ``None``: local Ray (started if needed, see :func:`psn.distributed.start_ray`);
         else the address of a running cluster.
+    connect_timeout:
+        Seconds to wait for the cluster at ``address`` (default: ``start_ray``'s).
 
     Attributes
     ----------
@@ -73,11 +78,13 @@ class WorkerPool:
         Seconds spent in ``ray.init`` (0 if Ray was already up) and starting the actors.
     """
 
-    def __init__(self, workers: int, address: str | None = None):
+    def __init__(self, workers: int, address: str | None = None, *,
+                 connect_timeout: float | None = None):
         if not isinstance(workers, int) or workers < 1:
             raise InputError(f"the number of workers must be a positive integer, "
                              f"got {workers!r}")
-        self.ray_startup_seconds = start_ray(address)
+        extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
+        self.ray_startup_seconds = start_ray(address, **extra)
         self._epochs = 0
         t0 = time.perf_counter()
         self.actors = [self._new() for _ in range(workers)]
@@ -131,42 +138,6 @@ class WorkerPool:
         self.actors = []
 
 
-class CaptureTransport:
-    """A :class:`engine.transport.Transport` that only records what the driver injects.
-
-    The driver's ledger network sends each burst here as ``send(None, dst, updates)``; the
-    updates are encoded at once with the wire codec in the ledger's context and kept as
-    ``(dst, bytes)`` until :meth:`take`. Nothing is ever delivered (``poll`` is empty).
-    """
-
-    def __init__(self) -> None:
-        self.clock = LogicalClock()
-        self.placement = Placement.single()
-        self.metrics = TrafficMetrics()
-        self.codec = None
-        self._context_of = None
-        self.pending: list[tuple[Any, bytes]] = []
-        self.preds: set[str] = set()
-
-    def connect(self, codec, context_of) -> None:
-        self.codec, self._context_of = codec, context_of
-
-    def send(self, src, dst, updates: list) -> None:
-        if updates:
-            self.preds.update(u[1] for u in updates)
-            self.pending.append((dst, self.codec.encode(updates, self._context_of(dst))))
-
-    def poll(self) -> list:
-        return []
-
-    def in_flight(self) -> int:
-        return 0
-
-    def take(self) -> list[tuple[Any, bytes]]:
-        out, self.pending = self.pending, []
-        return out
-
-
 class RayNetwork:
     """A PSN network whose nodes live on Ray actors (see the module docstring).
 
@@ -176,22 +147,22 @@ class RayNetwork:
         A :class:`ndlog.ast.Program` or NDlog text (localized like :class:`engine.Network`).
     facts:
         ``predicate -> iterable of tuples``: the first burst (with the program's facts).
-    annotation:
-        Annotation scheme name (``set``, ``derivation``, ``absorption`` when registered) or
-        a picklable scheme object (each worker gets its own copy).
+    options:
+        A :class:`engine.RunOptions` (annotation, MinShip, aggregate selection, batch,
+        roundtrip, seed, placement; default: its defaults), resolved once on the driver
+        (so a bad option fails before any worker runs) and on every worker. The keyword
+        arguments ``annotation``, ``seed``, ``batch``, ``roundtrip``, ``ship`` and
+        ``aggsel`` override single fields; a scheme object must be picklable (each worker
+        gets its own copy). Ray's delivery order is whatever the machines make of it (PSN
+        does not depend on it), so ``delivery`` does not apply here.
     workers:
         Number of workers (actors), default 2; with ``pool``, the first ``workers`` actors
         of the pool (default: all of them).
     address:
         ``None``: local Ray on loopback; ``"HOST:6379"``: join that cluster.
     placement:
-        ``node -> worker index`` for some nodes (the others by stable hash), or a
-        :class:`~psn.distributed.shard.ShardMap`.
-    seed:
-        Accepted for API parity with :class:`engine.Network`; Ray's delivery order is
-        whatever the machines make of it (PSN does not depend on it).
-    batch, roundtrip:
-        As for :class:`engine.Network`.
+        ``node -> worker index`` for some nodes (the others by stable hash), or an
+        :class:`engine.Placement` with ``workers`` workers.
     pool:
         A :class:`WorkerPool` to run on (reused across networks, one network at a time;
         not closed by :meth:`close`). Default: a new pool of ``workers`` actors, closed by
@@ -201,56 +172,41 @@ class RayNetwork:
     on_node:
         As for :class:`engine.Network`: called with every new node, on the worker that
         hosts it (so it must be picklable: a module-level function or object).
-    ship, aggsel:
-        MinShip (``eager[:W]``, ``lazy``, ``off``; None: the scheme's default, ``lazy`` for
-        ``absorption``) and aggregate selection (``multi``, ``single``, ``off``/None), as for
-        :class:`engine.Network`; the stages are built on every worker.
     """
 
     def __init__(self, program, facts: Mapping[str, Iterable] | None = None, *,
-                 annotation: str = "derivation", workers: int | None = None,
-                 address: str | None = None, placement=None, seed: int = 0,
-                 batch: bool = True, roundtrip: bool = False,
-                 pool: WorkerPool | None = None, max_recoveries: int = 5,
-                 on_node=None, ship=None, aggsel: str | None = None):
-        from engine import Network
+                 options: RunOptions | None = None, annotation=None,
+                 workers: int | None = None, address: str | None = None, placement=None,
+                 seed: int | None = None, batch: bool | None = None,
+                 roundtrip: bool | None = None, pool: WorkerPool | None = None,
+                 max_recoveries: int = 5, on_node=None, ship=None,
+                 aggsel: str | None = None):
         if isinstance(program, str):
             program = parse(program)
-        self.capture = CaptureTransport()
-        self.ledger = Network(program, facts, annotation=annotation,
-                              transport=self.capture, batch=batch)
-        self.source = self.ledger.source
-        self.program = self.ledger.program
-        # a name, or a scheme object (sent to the workers once, at configuration)
-        self.scheme_spec = annotation
-        self.annotation = annotation if isinstance(annotation, str) else \
-            getattr(annotation, "name", repr(annotation))
-        self.seed = seed
-        self.batch, self.roundtrip = batch, roundtrip
+        opts = RunOptions.of(options, annotation=annotation, seed=seed, batch=batch,
+                             roundtrip=roundtrip, ship=ship, aggsel=aggsel)
+        self.options = opts
+        self.source = program
+        self.program = prepare(program)
+        self.resolved = opts.resolve(self.program)
+        self.annotation = self.resolved.scheme.name
+        self.seed = opts.seed
         self.on_node = on_node
-        self.ship, self.aggsel = ship, aggsel
+        self._contexts = Contexts(self.resolved.scheme)
+        self.injector = Injector(program, self.program, self.resolved.scheme,
+                                 self._contexts)
+        self._codec = Codec(self.resolved.scheme)
         self._own_pool = pool is None
         self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
         n = len(self.pool) if workers is None else workers
         if not isinstance(n, int) or not 1 <= n <= len(self.pool):
             raise InputError(f"cannot run {n!r} workers on a pool of {len(self.pool)}")
-        if isinstance(placement, ShardMap):
-            self.shards = placement
-        else:
-            if isinstance(placement, Placement):
-                raise InputError("give the Ray engine a node -> worker mapping, not a "
-                                 "Placement")
-            bad = {nd: w for nd, w in (placement or {}).items()
-                   if not (isinstance(w, int) and 0 <= w < n)}
-            if bad:
-                nd, w = next(iter(bad.items()))
-                raise InputError(f"node {nd!r} is placed on worker {w!r}, but workers are "
-                                 f"numbered 0..{n - 1}")
-            self.shards = ShardMap(n, placement)
+        self.placement = _placement(placement, n)
         self.workers = n
         self.epoch = 0
         self.key = uuid.uuid4().hex
         self.history: list[dict[int, bytes]] = []
+        self.pending: list[tuple] = []
         self.recoveries = 0
         self.max_recoveries = max_recoveries
         self.polls = 0
@@ -258,37 +214,47 @@ class RayNetwork:
         self.last_run_seconds = 0.0
         # workers get a fresh epoch and the whole history on the first run
         self._needs_replay = True
+        initial = [(1, f.pred, f.values) for f in program.facts]
+        for pred, rows in (facts or {}).items():
+            initial.extend((1, pred, tuple(r)) for r in rows)
+        if initial:
+            self.apply(initial)
 
     # -- bursts (the ledger) -------------------------------------------------------------
     def insert(self, pred: str, tup: tuple) -> "RayNetwork":
         """Inject an insertion of a base fact (sent on the next :meth:`run`)."""
-        self.ledger.insert(pred, tup)
-        return self
+        return self.apply([(1, pred, tup)])
 
     def delete(self, pred: str, tup: tuple) -> "RayNetwork":
         """Inject a deletion of a base fact."""
-        self.ledger.delete(pred, tup)
-        return self
+        return self.apply([(-1, pred, tup)])
 
     def apply(self, burst: Iterable) -> "RayNetwork":
-        """Inject a burst (items as for :func:`engine.parse_update`)."""
-        self.ledger.apply(burst)
+        """Inject a burst (items as for :func:`engine.parse_update`); a bad item is an
+        :class:`InputError` and nothing of the burst is injected."""
+        from engine import parse_update
+        items = [parse_update(item) for item in burst]
+        for _, pred, tup in items:
+            self.injector.check(pred, tup)
+        self.pending.extend(self.injector.updates(items).items())
         return self
 
     def base_facts(self) -> dict[str, set[tuple]]:
         """The current base facts (every fact with a live insertion)."""
-        return self.ledger.base_facts()
+        return self.injector.ledger.facts()
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> "RayNetwork":
         """Send the pending bursts to the workers without waiting for quiescence."""
-        self.ledger.run()  # raises InputError for a deletion that matches no insertion
-        pending = self.capture.take()
+        self.injector.ledger.check()  # InputError for a deletion that matches no insertion
+        pending, self.pending = self.pending, []
         if not pending:
             return self
         by_worker: dict[int, list] = {}
-        for dst, data in pending:
-            by_worker.setdefault(self.shards(dst), []).append((dst, data))
+        encode, ctx_of = self._codec.encode, self._contexts
+        for dst, ups in pending:
+            by_worker.setdefault(self.placement.worker(dst), []).append(
+                (dst, encode(ups, ctx_of(dst))))
         burst = {w: pack(msgs) for w, msgs in by_worker.items()}
         self.history.append(burst)
         if self._needs_replay:
@@ -346,9 +312,8 @@ class RayNetwork:
 
     def _configure_all(self) -> None:
         actors = self.pool.actors[:self.workers]
-        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.scheme_spec,
-                                   self.shards, actors, self.batch, self.roundtrip,
-                                   self.on_node, self.ship, self.aggsel)
+        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.options,
+                                   self.placement, actors, self.on_node)
                 for i, a in enumerate(actors)]
         try:
             ray.get(refs)
@@ -366,6 +331,9 @@ class RayNetwork:
             return ray.get(refs)
         except RayActorError:
             raise _WorkerLost() from None
+        except RayTaskError as exc:          # an error inside a worker's call
+            cause = exc.cause if isinstance(exc.cause, PSNError) else exc
+            _raise(None, cause)
 
     def _call(self, method: str, *args) -> list:
         """Call ``method(epoch, *args)`` on every worker; results without their epoch."""
@@ -415,9 +383,9 @@ class RayNetwork:
     def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
         """Result relations, the union over all workers (same keys as
         :meth:`engine.Network.relations`)."""
-        preds = set(self.program.visible) | self.capture.preds
+        preds = set(self.program.visible) | self.injector.ledger.preds
         if hidden:
-            preds |= set(self.program.program.predicates)
+            preds |= set(self.program.predicates)
         else:
             preds -= set(self.program.hidden) | set(self.source.hidden)
         out: dict[str, set[tuple]] = {p: set() for p in preds}
@@ -447,11 +415,17 @@ class RayNetwork:
         workers: dict = {}
         dropped = 0
         for i, rep in enumerate(reports):
-            for part in ("totals", "traffic"):
-                for k, v in rep[part].items():
-                    totals[k] = totals.get(k, 0) + v
+            for k, v in rep["totals"].items():
+                totals[k] = totals.get(k, 0) + v
             nodes.update(rep["nodes"])
-            workers[i] = rep["worker"]
+            row = dict.fromkeys(TrafficMetrics.FIELDS, 0)
+            row.update(rep["workers"].get(str(i), {}))     # traffic this worker sent
+            row.update(batches_sent=rep["batches_sent"],
+                       batches_received=rep["batches_received"],
+                       nodes_count=len(rep["nodes"]),
+                       updates_processed=rep["totals"]["updates_processed"],
+                       state_tuples=rep["totals"]["state_tuples"])
+            workers[i] = row
             dropped += rep["dropped_deletions"]
         totals["batches_sent"] = sum(w["batches_sent"] for w in workers.values())
         totals.update(polls=self.polls, wall_seconds=round(self.wall_seconds, 6),
@@ -482,9 +456,27 @@ class RayNetwork:
         self.close()
 
 
-def _raise(worker: int, err) -> None:
+def _placement(placement, workers: int) -> Placement:
+    """The placement of nodes on ``workers`` worker indexes: an explicit map (checked),
+    the rest by stable hash."""
+    if isinstance(placement, Placement):
+        if placement.workers != workers:
+            raise InputError(f"the placement has {placement.workers} workers, the run "
+                             f"{workers}")
+        return placement
+    bad = {nd: w for nd, w in (placement or {}).items()
+           if not (isinstance(w, int) and 0 <= w < workers)}
+    if bad:
+        nd, w = next(iter(bad.items()))
+        raise InputError(f"node {nd!r} is placed on worker {w!r}, but workers are "
+                         f"numbered 0..{workers - 1}")
+    return Placement(workers, placement)
+
+
+def _raise(worker: int | None, err) -> None:
     """Raise a worker's error in the driver: a PSN error as itself, else as an
     :class:`~ndlog.errors.EvaluationError` carrying the worker's traceback."""
     if isinstance(err, PSNError):
         raise err
-    raise EvaluationError(f"Ray worker {worker} failed: {str(err).rstrip()}")
+    who = "a Ray worker" if worker is None else f"Ray worker {worker}"
+    raise EvaluationError(f"{who} failed: {str(err).rstrip()}")

@@ -1,0 +1,211 @@
+"""Run options: every setting of a PSN run, with its default decided in one place.
+
+Role: :class:`RunOptions` is what the in-memory :class:`~engine.network.Network`, the
+simulator (``sim.Simulation``), the Ray runtime (``psn.distributed.RayNetwork``) and the
+command line all take. :meth:`RunOptions.resolve` turns it into concrete choices for one
+program (:class:`Resolved`): the annotation scheme object, the MinShip mode and the
+aggregate-selection mode. Every engine resolves the same way, so the same options mean the
+same run everywhere, and an option that cannot apply is an error that names the fix instead
+of being ignored.
+
+Defaults (the safe, fast choice):
+
+- ``annotation="absorption"``: absorption provenance (Liu et al. 2009, Sec. 4), exact under
+  any delivery order, insertions and deletions alike, and compact on cyclic graphs;
+- ``ship=None``: lazy MinShip (Liu Sec. 5) when the scheme has the shipping algebra, else
+  none;
+- ``aggsel="auto"``: aggregate selection (Liu Sec. 6) wherever the program has a prunable
+  aggregate and the scheme is idempotent (not for derivation sets, which count
+  multiplicities), else off;
+- ``delivery="random"``: any update may overtake any other.
+
+Deliberately not here: running anything, reading files, the command line's spelling of the
+options (``psn.cli``), the transports' own settings (topology, processing time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ndlog.errors import InputError
+
+__all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS"]
+
+#: The annotation scheme of every engine when none is named.
+DEFAULT_ANNOTATION = "absorption"
+
+#: Values of ``aggsel``.
+AGGSEL_CHOICES = ("auto", "multi", "single", "off")
+
+#: Values of ``contexts``.
+CONTEXTS = ("process", "worker")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The settings of a run (see the module docstring for the defaults).
+
+    Parameters
+    ----------
+    annotation:
+        Scheme name (``absorption``, ``derivation``, ``set``) or scheme object.
+    ship:
+        MinShip: ``lazy``, ``eager``, ``eager:W``, ``off``; ``None`` is the default.
+    aggsel:
+        Aggregate selection: ``auto``, ``multi``, ``single`` or ``off``.
+    delivery:
+        Delivery model (``fifo``, ``random``, ``adversarial`` with options, see
+        :func:`engine.delivery.make_delivery`).
+    seed:
+        Seeds the delivery order and, through :func:`engine.workloads.workload_rng`, the
+        links and sensors a workload picks.
+    batch:
+        Nodes pick every pickable update per iteration (Nigam et al. 2012, end of Sec. 4)
+        or one.
+    roundtrip:
+        Rebuild every message between two nodes from its wire bytes.
+    contexts:
+        ``process``: the nodes of one process share one annotation context (one CUDD
+        manager); ``worker``: one context per worker.
+    workers:
+        ``None``: every node its own worker; ``N``: nodes placed on N workers by a stable
+        hash (:class:`engine.placement.Placement`).
+    placement:
+        Explicit ``node -> worker`` assignments (the rest by hash with ``workers``).
+    """
+
+    annotation: Any = DEFAULT_ANNOTATION
+    ship: str | None = None
+    aggsel: str = "auto"
+    delivery: str = "random"
+    seed: int = 0
+    batch: bool = True
+    roundtrip: bool = False
+    contexts: str = "process"
+    workers: int | None = None
+    placement: Mapping | None = None
+
+    def __post_init__(self):
+        if self.aggsel not in AGGSEL_CHOICES:
+            raise InputError(f"aggregate selection must be one of "
+                             f"{', '.join(AGGSEL_CHOICES)}, not {self.aggsel!r}")
+        if self.contexts not in CONTEXTS:
+            raise InputError(f"unknown contexts policy {self.contexts!r}; choose one of "
+                             f"{', '.join(CONTEXTS)}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise InputError(f"the seed must be an integer, not {self.seed!r}")
+        from .delivery import make_delivery
+        make_delivery(self.delivery)             # an InputError naming a bad model now
+
+    def replace(self, **changes) -> "RunOptions":
+        """A copy with some fields changed (``None`` values are ignored)."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(cls, options: "RunOptions | None" = None, **changes) -> "RunOptions":
+        """``options`` (default: the defaults) with the given fields changed; ``None``
+        leaves a field at its value."""
+        return (options or cls()).replace(**changes)
+
+    def placement_map(self):
+        """The :class:`~engine.placement.Placement` of ``workers`` and ``placement``."""
+        from .placement import Placement
+        if isinstance(self.placement, Placement):
+            return self.placement
+        return Placement(self.workers, self.placement)
+
+    def resolve(self, program) -> "Resolved":
+        """Concrete choices for ``program`` (an :class:`~engine.program.EngineProgram`).
+
+        Raises
+        ------
+        InputError
+            For an unknown scheme, MinShip with a scheme that has no shipping algebra, or
+            aggregate selection with a scheme that counts multiplicities.
+        """
+        from provenance import get_scheme
+        scheme = get_scheme(self.annotation)
+        return Resolved(self, scheme, _ship(self.ship, scheme), _aggsel(self.aggsel, scheme,
+                                                                         program))
+
+    def describe(self) -> dict:
+        """The options as JSON-able values (the ``run`` part of a report)."""
+        out = dataclasses.asdict(self)
+        out["annotation"] = getattr(self.annotation, "name", self.annotation)
+        if self.placement is not None:
+            out["placement"] = {repr(k): v for k, v in dict(self.placement).items()}
+        return out
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A :class:`RunOptions` resolved for one program: what the engine runs with.
+
+    Attributes
+    ----------
+    options:
+        What was asked.
+    scheme:
+        The annotation scheme object.
+    ship:
+        ``(mode, window)`` of MinShip, or ``None`` (off).
+    aggsel:
+        ``multi``, ``single`` or ``off``.
+    """
+
+    options: RunOptions
+    scheme: Any
+    ship: tuple | None
+    aggsel: str
+
+    @property
+    def ship_text(self) -> str:
+        """MinShip as the command line spells it (``lazy``, ``eager:100``, ``off``)."""
+        if self.ship is None:
+            return "off"
+        mode, window = self.ship
+        return mode if window is None else f"{mode}:{window}"
+
+    def stages(self, program):
+        """The ``on_node`` callback installing aggregate selection and MinShip on every
+        node (:func:`engine.minship.node_stages`), or ``None``."""
+        from .minship import node_stages
+        return node_stages(program, self.scheme, self.ship, self.aggsel)
+
+    def describe(self) -> dict:
+        """The resolved choices, JSON-able."""
+        out = self.options.describe()
+        out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel)
+        return out
+
+
+def _ship(text: str | None, scheme) -> tuple | None:
+    from .minship import parse_ship, supports
+    able = supports(scheme)
+    if text is None:
+        return parse_ship(getattr(scheme, "default_ship", None)) if able else None
+    parsed = parse_ship(text)
+    if parsed is not None and not able:
+        raise InputError(f"MinShip ships alternative derivations, but annotation "
+                         f"'{scheme.name}' keeps none",
+                         hint="use --annotation absorption, or --ship off")
+    return parsed
+
+
+def _aggsel(mode: str, scheme, program) -> str:
+    from .aggsel import selectors
+    if mode == "off":
+        return "off"
+    if not scheme.idempotent:
+        if mode == "auto":
+            return "off"
+        raise InputError(f"aggregate selection prunes tuples, but annotation "
+                         f"'{scheme.name}' counts their derivations",
+                         hint="use --aggsel off, or --annotation absorption")
+    if mode == "auto":
+        receive, _ = selectors(program, "multi")
+        return "multi" if receive else "off"
+    return mode
