@@ -9,19 +9,20 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
    the delta to fire with (or nothing, when the update is not news). A *node-wide* deletion
    (:data:`EVERY_FACT`, sent by MinShip) is picked as the deletion of every fact the scheme
    says it concerns;
-2. runs the **pick stages** (hook for aggregate selection, issue 5) on the picked deltas;
+2. runs the **pick stages** (hook for aggregate selection, :mod:`engine.aggsel`) on the
+   picked deltas;
 3. **fires** the compiled delta rules of every picked delta (ν reads for atoms before the
    delta position, committed reads after it, :mod:`engine.compile`);
 4. **commits** the ν values into the state and maintains the join indexes; presence changes
    of contribution relations go to the aggregate operators, whose result updates are
    addressed to this node;
-5. runs the **send stages** (hook for MinShip, issue 5) on the outgoing updates, grouped
-   per destination, and returns ``[(destination node, update)]``.
+5. runs the **send stages** (hook for MinShip, :mod:`engine.minship`) on the outgoing
+   updates, grouped per destination, and returns ``[(destination node, update)]``.
 
 The node is pure and deterministic: the same sequence of ``receive`` and ``step`` calls gives
 the same outputs. It knows nothing about transports, workers, clocks or wire formats.
 
-Deliberately not here: delivery, scheduling, metrics of traffic (``engine.network`` and
+Deliberately not here: delivery, scheduling, metrics of traffic (``engine.host`` and
 ``engine.transport``), annotation semantics (``provenance``).
 """
 
@@ -31,10 +32,12 @@ from operator import itemgetter
 from typing import Any, Callable, Protocol
 
 from provenance.base import NO_FIRE as _NO_FIRE
+from provenance.base import AnnotationBudgetExceeded
 
 from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
+from .guards import budget_error
 from .program import CENTRAL, EngineProgram
 
 __all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact", "EVERY_FACT"]
@@ -108,14 +111,14 @@ def drop_unmatched_deletions(nodes, scheme, fmt: Callable = format_fact
 
 
 class PickStage(Protocol):
-    """Between pick and fire (receiving side of aggregate selection, issue 5)."""
+    """Between pick and fire (receiving side of aggregate selection, Liu et al. Sec. 6)."""
 
     def picked(self, node: "Node", picked: list) -> list:
         """Filter/transform ``[(sign, pred, tuple, delta)]`` before firing."""
 
 
 class SendStage(Protocol):
-    """Between fire and send, per destination (MinShip, sending-side AggSel; issue 5)."""
+    """Between fire and send, per destination (MinShip and sending-side AggSel, Liu Sec. 5-6)."""
 
     def send(self, node: "Node", out: list) -> list:
         """Transform ``[(destination, update)]`` produced by one step."""
@@ -261,25 +264,34 @@ class Node:
         With ``batch`` every pickable update is picked first (a *complete iteration*, Nigam
         Definition 4; correct by the discussion closing Sec. 4), so every delta rule of the
         batch reads the same ν view; otherwise one update (a *PSN-iteration*, Definition 5).
+
+        Raises
+        ------
+        engine.guards.AnnotationBudgetError
+            If an annotation grew past its scheme's budget (derivation sets), naming the
+            fact; the node's state is then left mid-step and the run must stop.
         """
         self.metrics.steps += 1
         picked: list = []
-        if self.batch:
-            queue, self.queue = self.queue, []
-            self._pick_all(queue, picked)
-        else:
-            while self.queue and not self._touched:
-                self._pick(self.queue.pop(0), picked, False)
-        for stage in self.pick_stages:
-            picked = stage.picked(self, picked)
         out: list = []
-        fire_table = self.fire_table
-        for sign, pred, tup, delta in picked:
-            fns = fire_table.get(pred)
-            if fns:
-                self.metrics.updates_fired += 1
-                for fire in fns:
-                    fire(sign, tup, delta, out)
+        try:
+            if self.batch:
+                queue, self.queue = self.queue, []
+                self._pick_all(queue, picked)
+            else:
+                while self.queue and not self._touched:
+                    self._pick(self.queue.pop(0), picked, False)
+            for stage in self.pick_stages:
+                picked = stage.picked(self, picked)
+            fire_table = self.fire_table
+            for sign, pred, tup, delta in picked:
+                fns = fire_table.get(pred)
+                if fns:
+                    self.metrics.updates_fired += 1
+                    for fire in fns:
+                        fire(sign, tup, delta, out)
+        except AnnotationBudgetExceeded as exc:
+            raise self._over_budget(exc) from None
         self.metrics.derivations += len(out)
         changes = self._commit()
         if changes:
@@ -289,6 +301,13 @@ class Node:
         if self.scheme.idempotent and len(out) > 1:
             out = list(dict.fromkeys(out))
         return out
+
+    def _over_budget(self, exc: AnnotationBudgetExceeded):
+        """The user-facing error for a scheme's budget exception, the fact shown as NDlog."""
+        pred, tup = exc.fact
+        loc = self.program.loc.get(pred) if self.program.distributed else None
+        return budget_error(exc, format_fact(pred, tup, loc if loc is None or loc < len(tup)
+                                             else None))
 
     def flush(self) -> list[tuple[Any, Update]]:
         """End of stream: ask every send stage for what it buffered."""

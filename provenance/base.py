@@ -17,7 +17,7 @@ Algebra (Green et al.'s annotated relations; Liu et al. ICDE 2009, Fig. 6)
     * ``zero`` annihilates ``join`` (a body fact with no support supports nothing);
     * ``join`` distributes over ``combine`` (firing per occurrence equals firing the sum);
     * absorption ``a OR (a AND b) == a`` *where the scheme declares it* (``absorptive``):
-      ``set`` and ``absorption`` (issue 5) have it, ``derivation`` (a multiset) does not;
+      ``set`` and ``absorption`` have it, ``derivation`` (a multiset) does not;
     * ``deserialize(serialize(a)) == a`` (annotations cross nodes and workers as msgpack).
 
 State transitions (what a node stores per fact, and what an update does to it)
@@ -35,21 +35,66 @@ Contexts
     node's context; the set and derivation schemes ignore it. :meth:`must_rebuild` tells a
     transport whether an annotation must be rebuilt from its wire form between two nodes.
 
+Budgets
+    A scheme whose annotations can grow without bound (derivation sets) raises
+    :class:`AnnotationBudgetExceeded` from ``pick`` or ``derive`` when one grows past the
+    budget it was made with. The scheme names the fact as a raw ``(pred, tuple)``; the
+    engine turns the exception into a user-facing error that shows the fact as NDlog.
+
 Deliberately not here: joins, indexes, routing, delivery order (the engine and transports),
-and any particular scheme (``set_scheme``, ``derivation``; ``absorption`` comes with issue 5).
+any particular scheme (``set_scheme``, ``derivation``, ``absorption``), and user-facing
+errors (the engine raises those).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["AnnotationScheme", "NO_FIRE", "Fact"]
+__all__ = ["AnnotationScheme", "AnnotationBudgetExceeded", "NO_FIRE", "Fact"]
 
 #: A fact as the engine names it: ``(predicate, tuple of values)``.
 Fact = tuple
 
 #: Returned as the delta of :meth:`AnnotationScheme.pick` when the update is not news.
 NO_FIRE = type("NoFire", (), {"__repr__": lambda self: "NO_FIRE"})()
+
+
+class AnnotationBudgetExceeded(Exception):
+    """An annotation grew past the budget its scheme was made with.
+
+    Raised by a scheme's ``pick`` or ``derive``; the engine catches it around one step of a
+    node and raises a user-facing error naming the fact (the scheme does not know how the
+    engine shows facts).
+
+    Parameters
+    ----------
+    fact:
+        ``(pred, tuple)`` whose annotation grew too large, or was about to.
+    size:
+        The size reached (in the scheme's unit, see ``unit``).
+    budget:
+        The budget that ``size`` exceeds.
+    scope:
+        ``"fact"`` for a budget per fact, ``"total"`` for one over every fact the scheme
+        object annotates.
+    unit:
+        What ``size`` counts, in words (e.g. ``"derivations"``).
+    """
+
+    def __init__(self, fact: Fact, size: int, budget: int, scope: str = "fact",
+                 unit: str = "entries"):
+        super().__init__(fact, size, budget, scope, unit)
+        self.fact = fact
+        self.size = size
+        self.budget = budget
+        self.scope = scope
+        self.unit = unit
+
+    def __str__(self) -> str:
+        pred, tup = self.fact
+        per = "per fact" if self.scope == "fact" else "in total"
+        return (f"{pred}{tup!r}: {self.size} {self.unit}, over the budget of "
+                f"{self.budget} {per}")
 
 
 class AnnotationScheme:
@@ -78,6 +123,12 @@ class AnnotationScheme:
     exact_deletions:
         True if a deletion must find its occurrence (the engine raises on deletions left
         waiting at quiescence); False drops them (set semantics).
+    tracks_derivations:
+        True if a fact's annotation keeps enough of its derivations that deleting one
+        keeps the fact while another remains (derivation sets, provenance). False when a
+        fact is only present or not (set semantics): deletions are then exact only on
+        programs where no fact has two derivations, and the engine refuses them elsewhere
+        (:func:`engine.guards.set_deletion_problem`).
     context_bound:
         True if annotations are objects of a per-worker context (BDD managers) and must be
         rebuilt from their wire form whenever they cross into another context
@@ -89,6 +140,7 @@ class AnnotationScheme:
     idempotent = False
     uses_parts = True
     exact_deletions = True
+    tracks_derivations = True
     context_bound = False
     #: If not None, every derivation's annotation (``derive`` always returns exactly this
     #: one value): the engine then skips calling ``derive`` (set semantics).
@@ -158,7 +210,7 @@ class AnnotationScheme:
         return self.one(ctx)
 
     def aggregate(self, ctx, fact: Fact) -> Any:
-        """Annotation of a tuple produced by an aggregate operator (RUNTIME.md Sec. 4).
+        """Annotation of a tuple produced by an aggregate operator.
         Default: ``one`` (the result is maintained by the operator, not by provenance)."""
         return self.one(ctx)
 

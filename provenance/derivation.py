@@ -21,29 +21,100 @@ associative and distributive; there is no absorption (a multiset counts every de
 An update carries one occurrence ``(S, H)``; :meth:`DerivationScheme.singleton` makes it a
 multiset.
 
-Deliberately not here: any notion of base-tuple variables (that is ``absorption``, issue 5).
+Budget: the number of derivations is exponential in the cycles of the graph (a 2x4
+bidirectional grid stores 400,000 of them, 1.3 GB), so a scheme object is made with a budget
+(:meth:`DerivationScheme.with_budget`): distinct ``(S, H)`` entries stored for one fact, and
+in total over every fact it annotates (the nodes of one network, or of one worker process).
+Past it, ``pick`` or ``derive`` raises :class:`~provenance.base.AnnotationBudgetExceeded`
+naming the fact; the engine turns it into an error that suggests ``absorption``. The
+check sits where an entry is added, so a run within budget pays one comparison per new
+entry.
+
+Deliberately not here: any notion of base-tuple variables (that is ``absorption``), and
+the user-facing error (the engine raises it, naming the fact as NDlog).
 """
 
 from __future__ import annotations
 
 from itertools import product
 
-from .base import AnnotationScheme
+from ndlog.errors import InputError
 
-__all__ = ["DerivationScheme"]
+from .base import AnnotationBudgetExceeded, AnnotationScheme
+
+__all__ = ["DerivationScheme", "DEFAULT_MAX_PER_FACT", "DEFAULT_MAX_TOTAL"]
+
+#: Default budget of distinct derivations ``(S, H)`` stored for one fact.
+DEFAULT_MAX_PER_FACT = 10_000
+#: Default budget of distinct derivations stored over every fact one scheme object annotates
+#: (about 3 KB each on a grid of 8 nodes: some 3 GB).
+DEFAULT_MAX_TOTAL = 1_000_000
+#: Stands for "no budget" (a plain comparison against it never fails).
+_UNLIMITED = 1 << 62
+_KEEP = object()
 
 _EMPTY = frozenset()
 _ONE_OCC = (_EMPTY, _EMPTY)
 
 
 class DerivationScheme(AnnotationScheme):
-    """Derivation sets with cycle detection (Nigam et al. 2012, Sec. 5, Fig. 3)."""
+    """Derivation sets with cycle detection (Nigam et al. 2012, Sec. 5, Fig. 3).
+
+    Parameters
+    ----------
+    max_per_fact:
+        Budget of distinct derivations stored for one fact (and produced by one rule
+        firing); ``None`` for none.
+    max_total:
+        Budget of distinct derivations stored over every fact this object annotates;
+        ``None`` for none. Make one object per run (``get_scheme`` does): the count is
+        the object's.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If a budget is not a positive integer.
+    """
 
     name = "derivation"
     absorptive = False
     idempotent = False
     uses_parts = True
     exact_deletions = True
+
+    def __init__(self, max_per_fact: int | None = DEFAULT_MAX_PER_FACT,
+                 max_total: int | None = DEFAULT_MAX_TOTAL):
+        self.max_per_fact = _budget(max_per_fact, "per fact")
+        self.max_total = _budget(max_total, "in total")
+        #: distinct ``(S, H)`` entries stored right now by every node using this object
+        self.entries = 0
+
+    def with_budget(self, max_per_fact=_KEEP, max_total=_KEEP) -> "DerivationScheme":
+        """A fresh scheme object (no entries counted yet) with other budgets.
+
+        Parameters
+        ----------
+        max_per_fact:
+            Distinct derivations stored for one fact; ``None`` for no budget. Also bounds
+            the derivations one rule firing may produce. Omitted: this object's.
+        max_total:
+            Distinct derivations stored over every fact; ``None`` for no budget. Omitted:
+            this object's.
+
+        Raises
+        ------
+        ndlog.errors.InputError
+            If a budget is not a positive integer.
+        """
+        per = self.budget[0] if max_per_fact is _KEEP else max_per_fact
+        total = self.budget[1] if max_total is _KEEP else max_total
+        return DerivationScheme(per, total)
+
+    @property
+    def budget(self) -> tuple[int | None, int | None]:
+        """``(max_per_fact, max_total)``, ``None`` where there is no budget."""
+        return tuple(None if b >= _UNLIMITED else b  # type: ignore[return-value]
+                     for b in (self.max_per_fact, self.max_total))
 
     # -- algebra on multisets of occurrences ----------------------------------------------
     def one(self, ctx):
@@ -122,7 +193,12 @@ class DerivationScheme(AnnotationScheme):
             ann = (s, h | {fact})
         if sign > 0:
             new = stored if owned and stored is not None else dict(stored or ())
-            new[ann] = new.get(ann, 0) + 1
+            n = new.get(ann, 0)
+            new[ann] = n + 1
+            if not n:
+                self.entries += 1
+                if len(new) > self.max_per_fact or self.entries > self.max_total:
+                    self._over_budget(fact, len(new))
             return new, ann
         if stored is None or ann not in stored:
             return None
@@ -132,7 +208,15 @@ class DerivationScheme(AnnotationScheme):
             new[ann] = n
         else:
             del new[ann]
+            self.entries -= 1
         return (new or None), ann
+
+    def _over_budget(self, fact, stored: int) -> None:
+        if stored > self.max_per_fact:
+            raise AnnotationBudgetExceeded(fact, stored, self.max_per_fact, "fact",
+                                           "derivations")
+        raise AnnotationBudgetExceeded(fact, self.entries, self.max_total, "total",
+                                       "derivations")
 
     def derive(self, ctx, sign, head, parts, delta_pos):
         """Fig. 3 ``fire``: ``S = {body facts} ∪ S_i``, ``H = ∪ H_i``; drop if head ∈ H."""
@@ -147,6 +231,12 @@ class DerivationScheme(AnnotationScheme):
         if all(len(c) == 1 for c in choices):
             combos = (tuple(c[0] for c in choices),)
         else:
+            n = 1
+            for c in choices:
+                n *= len(c)
+            if n > self.max_per_fact:
+                raise AnnotationBudgetExceeded(head, n, self.max_per_fact, "fact",
+                                               "derivations from one rule firing")
             combos = product(*choices)
         for combo in combos:
             s = facts.union(*[cs for cs, _ in combo if cs])
@@ -169,3 +259,13 @@ class DerivationScheme(AnnotationScheme):
         items, hidx = data
         facts = [(p, t) for p, t in items]
         return frozenset(facts), frozenset(facts[i] for i in hidx)
+
+
+def _budget(value, what: str) -> int:
+    """A budget as an int (:data:`_UNLIMITED` for ``None``), or an InputError."""
+    if value is None:
+        return _UNLIMITED
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"the derivation budget {what} must be a positive integer, "
+                         f"got {value!r}")
+    return value

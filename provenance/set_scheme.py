@@ -1,17 +1,21 @@
 """The ``set`` annotation scheme: plain set semantics, no provenance.
 
-Role: the baseline that provenance is measured against (RUNTIME.md Sec. 3). A fact is present
-or absent; an insertion of a present fact is not news and fires nothing, so recursive
-programs terminate on insertions. Annotations are the Booleans (``one = True``,
-``zero = False``, ``join = and``, ``combine = or``) and nothing is shipped on the wire.
+Role: the baseline that provenance is measured against. A fact is present or absent; an
+insertion of a present fact is not news and fires nothing, so recursive programs terminate
+on insertions. Annotations are the Booleans (``one = True``, ``zero = False``,
+``join = and``, ``combine = or``) and nothing is shipped on the wire.
 
-Deliberately not here: correct deletions. Without counts or provenance a deletion cannot know
-whether another derivation still supports a fact, so ``set`` is exact only for insertion-only
-runs (a deletion removes the fact and propagates; deletions left waiting at quiescence are
-dropped). Aggregates retract their old result when it changes, so rules that read an
-aggregate's result see deletions even in an insertion-only run: the aggregate relations
-themselves stay exact, what is derived from them may not. Use ``derivation`` (or
-``absorption``, issue 5) when facts are deleted.
+Deliberately not here: correct deletions in general. Without counts or provenance a deletion
+cannot know whether another derivation still supports a fact, so ``set`` is exact for
+insertion-only runs, and for deletions only in programs where no fact ever has two
+derivations (no recursion, no aggregate, one rule per derived predicate, every body variable
+kept in the head: :func:`engine.guards.set_deletion_problem` decides it, and the drivers
+refuse the rest). A deletion removes the fact and propagates; deletions left waiting at
+quiescence are dropped. Aggregates retract their old result when it changes, so rules that
+read an aggregate's result see deletions even in an insertion-only run: the aggregate
+relations themselves stay exact when a node's messages to itself arrive in order, what is
+derived from them may not. Use ``absorption`` (or ``derivation`` on small graphs) when
+facts are deleted.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class SetScheme(AnnotationScheme):
     idempotent = True
     uses_parts = False
     exact_deletions = False
+    tracks_derivations = False
     fixed_annotation = True
     ships_annotations = False
 

@@ -1,0 +1,363 @@
+"""Guards against silent wrong answers and silent blow-ups (engine.guards).
+
+Set semantics under deletions: the static check's verdict is compared with what the engine
+does (accepted programs match the reference on seeded random bursts under any delivery;
+every kind of refused program has a burst on which set semantics gives a wrong answer).
+Derivation-set budget: the scheme's bookkeeping, and a 3x3 grid that stops with an error
+naming a fact where absorption finishes. Memory ceiling: size parsing and a guard that
+trips after a real allocation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+import psn
+from engine import Network
+from engine.guards import (
+    AnnotationBudgetError, MemoryGuard, MemoryLimitError, UnsafeAnnotationError,
+    check_set_deletions, current_rss, default_memory_limit, implicit_deletions,
+    parse_memory, physical_memory, set_deletion_problem,
+)
+from ndlog.errors import EvaluationError, InputError
+from provenance import get_scheme
+from provenance.base import AnnotationBudgetExceeded
+from provenance.derivation import DerivationScheme
+
+REACH = """
+r1 reachable(@S, D) :- link(@S, D).
+r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
+"""
+
+# -- set semantics under deletions -------------------------------------------------------
+
+# Programs in which no fact can have two derivations: set semantics deletes exactly.
+EXACT = {
+    "two-hop": "t twoHop(@S, Z, D) :- link(@S, Z), link(@Z, D).",
+    "assignments": """
+        a tag(@S, D, C) :- link(@S, D), C := D * 10.
+        b copy(@S, D) :- link(@S, X), D := X.
+    """,
+    "strata": """
+        a hop(@S, D, [S, D]) :- link(@S, D).
+        b back(@D, S, P) :- hop(@S, D, P).
+        c mutual(@S, D) :- link(@S, D), link(@D, S).
+    """,
+    "centralized": "p sym(X, Y) :- e(X, Y), e(Y, X).",
+}
+
+# One program per condition, with the reason the check gives and a burst sequence on which
+# set semantics loses a fact that another derivation still supports.
+REFUSED = {
+    "recursion": (REACH, "reachable is recursive (rule r2)",
+                  [["+link(@a, b)", "+link(@b, c)", "+link(@a, c)"], ["-link(@a, b)"]]),
+    "two rules": ("""
+        a near(@S, D) :- link(@S, D).
+        b near(@S, D) :- back(@S, D).
+        """, "near has two rules deriving it (a, b)",
+                  [["+link(@a, b)", "+back(@a, b)"], ["-link(@a, b)"]]),
+    "projection": ("t twoHop(@S, D) :- link(@S, Z), link(@Z, D).",
+                   "rule t leaves variable Z of its body out of its head, so one twoHop fact "
+                   "can have several derivations",
+                   [["+link(@a, b)", "+link(@b, d)", "+link(@a, c)", "+link(@c, d)"],
+                    ["-link(@a, b)"]]),
+    "anonymous": ("s source(@S) :- link(@S, _).",
+                  "rule s leaves an anonymous variable (_) of its body out of its head, so "
+                  "one source fact can have several derivations",
+                  [["+link(@a, b)", "+link(@a, c)"], ["-link(@a, b)"]]),
+    "localized semi-join": ("b two(@S, Z, D, P) :- hop(@S, Z, P), link(@Z, D).",
+                            "once localized, rule b ships b_aux(@S, Z, D) (rule bb), which "
+                            "leaves out a column of hop_rev, so one b_aux fact can have "
+                            "several derivations",
+                            [["+hop(@a, b, 1)", "+hop(@a, b, 2)", "+link(@b, c)"],
+                             ["-hop(@a, b, 1)"]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_exact_programs_are_accepted(name):
+    assert set_deletion_problem(psn.parse(EXACT[name])) is None
+    check_set_deletions(psn.parse(EXACT[name]))
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_programs_name_the_rule(name):
+    text, reason, _ = REFUSED[name]
+    assert set_deletion_problem(psn.parse(text)) == reason
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_programs_do_go_wrong_under_set_semantics(name):
+    text, _, bursts = REFUSED[name]
+    program = psn.parse(text)
+    net = Network(program, annotation="set", delivery="fifo", unsafe=True)
+    for burst in bursts:
+        net.apply(burst).run()
+    ref = psn.evaluate(program, net.base_facts(), aggsel=False)
+    got = net.relations()
+    assert any(got.get(p, set()) != rows for p, rows in ref.items())
+    exact = Network(program, annotation="absorption", delivery="fifo")
+    for burst in bursts:
+        exact.apply(burst).run()
+    assert all(exact.relations().get(p, set()) == rows for p, rows in ref.items())
+
+
+def test_aggregates_and_stated_facts_are_refused():
+    agg = psn.parse("m minCost(@S, D, min<C>) :- link(@S, D, C).")
+    assert set_deletion_problem(agg) == "minCost is an aggregate (rule m)"
+    stated = psn.parse("near(@a, b).\na near(@S, D) :- link(@S, D).")
+    assert set_deletion_problem(stated) == \
+        "near has facts in the program and rule a deriving it"
+
+
+def _random_bursts(rng: random.Random, preds: dict[str, int], steps: int):
+    """Bursts of insertions of absent facts and deletions of present ones (no fact both
+    deleted and inserted in one burst), over 5 nodes."""
+    live: dict[str, set] = {p: set() for p in preds}
+    for step in range(steps):
+        burst, touched = [], set()
+        for pred, arity in preds.items():
+            if step:
+                for t in rng.sample(sorted(live[pred]), min(len(live[pred]),
+                                                             rng.randint(0, 3))):
+                    live[pred].discard(t)
+                    touched.add((pred, t))
+                    burst.append((-1, pred, t))
+            for _ in range(rng.randint(1, 6)):
+                t = tuple(rng.sample(range(5), 2)) + tuple(rng.randint(0, 2)
+                                                          for _ in range(arity - 2))
+                if t not in live[pred] and (pred, t) not in touched:
+                    live[pred].add(t)
+                    touched.add((pred, t))
+                    burst.append((1, pred, t))
+        rng.shuffle(burst)
+        yield burst, {p: sorted(v) for p, v in live.items()}
+
+
+@pytest.mark.parametrize("delivery", ["random", "adversarial"])
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_accepted_programs_match_the_reference_under_deletions(name, delivery):
+    program = psn.parse(EXACT[name])
+    base = {p: a for p, a in program.arities().items() if p in program.edb}
+    for seed in range(4):
+        net = Network(program, annotation="set", delivery=delivery, seed=seed)
+        for burst, live in _random_bursts(random.Random(f"{name}-{seed}"), base, 5):
+            net.apply(burst).run()
+            ref = psn.evaluate(program, live, aggsel=False)
+            got = net.relations()
+            for pred, rows in ref.items():
+                assert got.get(pred, set()) == rows, (seed, pred)
+
+
+def test_refusal_points_at_the_rule_and_names_the_fix():
+    program = psn.parse(REACH, filename="reach.ndl")
+    with pytest.raises(UnsafeAnnotationError) as info:
+        check_set_deletions(program, because="the workload deletes links")
+    err = info.value
+    assert isinstance(err, InputError)
+    text = err.render()
+    assert text.startswith("reach.ndl:3:")
+    assert "reachable is recursive (rule r2)" in text
+    assert "the workload deletes links" in text
+    assert "--annotation absorption" in text and "--unsafe" in text
+    assert "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D)." in text
+
+
+def test_implicit_deletions_of_soft_state_and_keyed_tables():
+    assert implicit_deletions(psn.parse(REACH)) is None
+    soft = psn.parse("materialize(link, 10, infinity, keys(1, 2)).\n" + REACH)
+    assert implicit_deletions(soft) == "table link expires its facts after 10"
+    keyed = psn.parse("materialize(route, infinity, infinity, keys(1, 2)).\n"
+                      "b best(@S, D, C) :- route(@S, D, C).")
+    assert "keyed on keys(1, 2)" in implicit_deletions(keyed)
+    whole = psn.parse("materialize(link, infinity, infinity, keys(1, 2)).\n" + REACH)
+    assert implicit_deletions(whole) is None
+
+
+# -- derivation-set budget ---------------------------------------------------------------
+
+def _grid(rows: int, cols: int) -> list[tuple[int, int]]:
+    """A bidirectional grid: both directions of every horizontal and vertical link."""
+    out = []
+    for i in range(rows):
+        for j in range(cols):
+            n = i * cols + j
+            if j + 1 < cols:
+                out += [(n, n + 1), (n + 1, n)]
+            if i + 1 < rows:
+                out += [(n, n + cols), (n + cols, n)]
+    return out
+
+
+def test_grid_past_the_budget_stops_naming_a_fact_absorption_finishes():
+    links = _grid(3, 3)
+    scheme = get_scheme("derivation").with_budget(max_per_fact=100)
+    with pytest.raises(AnnotationBudgetError) as info:
+        Network(REACH, {"link": links}, annotation=scheme, seed=0).run()
+    err = info.value
+    assert isinstance(err, EvaluationError)
+    assert re.search(r"the derivation sets of reachable\(@\d, \d\) reached 101 derivations, "
+                     r"over the budget of 100 per fact", err.message), err.message
+    assert "--annotation absorption" in err.message
+    assert "--derivation-budget" in err.message
+    net = Network(REACH, {"link": links}, annotation="absorption", seed=0).run()
+    ref = psn.evaluate(psn.parse(REACH), {"link": links})
+    assert net.relations()["reachable"] == ref["reachable"] == {
+        (a, b) for a in range(9) for b in range(9)}
+
+
+def test_total_budget_counts_entries_across_facts():
+    # link, link_rev and reachable twice each, r2_aux(@1, 2, 3) and reachable(@1, 3)
+    scheme = DerivationScheme(max_per_fact=None, max_total=8)
+    net = Network(REACH, {"link": [(1, 2), (2, 3)]}, annotation=scheme).run()
+    assert scheme.entries == 8 == sum(len(v) for n in net.nodes.values()
+                                      for t in n.state.values() for v in t.values())
+    with pytest.raises(AnnotationBudgetError) as info:
+        net.apply(["+link(@3, 4)"]).run()
+    assert "in total" in info.value.message and "--derivation-total" in info.value.message
+
+
+def test_budget_bookkeeping_in_pick():
+    scheme = DerivationScheme(max_per_fact=2, max_total=10)
+    fact = ("p", (1,))
+    occs = [(frozenset({("q", (i,))}), frozenset()) for i in range(3)]
+    stored = None
+    for occ in occs[:2]:
+        stored, _ = scheme.pick(None, fact, stored, 1, occ)
+    stored, _ = scheme.pick(None, fact, stored, 1, occs[0])   # a repeat: no new entry
+    assert scheme.entries == 2 and scheme.count(stored) == 3
+    with pytest.raises(AnnotationBudgetExceeded) as info:
+        scheme.pick(None, fact, stored, 1, occs[2])
+    exc = info.value
+    assert (exc.fact, exc.size, exc.budget, exc.scope) == (fact, 3, 2, "fact")
+    stored, _ = scheme.pick(None, fact, stored, -1, occs[1])
+    assert scheme.entries == 2            # the failed pick counted its entry, this frees one
+
+
+def test_budget_bounds_one_firing():
+    scheme = DerivationScheme(max_per_fact=5)
+    many = {(frozenset({("q", (i,))}), frozenset()): 1 for i in range(3)}
+    parts = [["a", (1,), (frozenset(), frozenset())], ["b", (1,), many], ["c", (1,), many]]
+    with pytest.raises(AnnotationBudgetExceeded) as info:
+        scheme.derive(None, 1, ("h", (1,)), parts, 0)
+    assert (info.value.fact, info.value.size) == (("h", (1,)), 9)
+    assert len(DerivationScheme(max_per_fact=9).derive(None, 1, ("h", (1,)), parts, 0)) == 9
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "10", True])
+def test_budget_must_be_a_positive_integer(bad):
+    with pytest.raises(InputError, match="positive integer"):
+        DerivationScheme(max_per_fact=bad)
+    with pytest.raises(InputError, match="positive integer"):
+        DerivationScheme().with_budget(max_total=bad)
+
+
+def test_with_budget_keeps_what_is_not_given():
+    scheme = DerivationScheme(max_per_fact=7, max_total=None)
+    assert scheme.budget == (7, None)
+    assert scheme.with_budget(max_total=9).budget == (7, 9)
+    assert scheme.with_budget(max_per_fact=None).budget == (None, None)
+    assert get_scheme("derivation").budget == (10_000, 1_000_000)
+
+
+# -- memory ceiling ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("4G", 4 << 30), ("4g", 4 << 30), ("4GiB", 4 << 30), ("4 GB", 4 << 30),
+    ("512M", 512 << 20), ("1.5G", 3 << 29), ("2048K", 2 << 20), ("1T", 1 << 40),
+    ("1048576B", 1 << 20), ("off", 0), ("None", 0),
+])
+def test_parse_memory_sizes(text, expected):
+    assert parse_memory(text) == expected
+
+
+def test_parse_memory_fractions_of_physical_memory():
+    physical = physical_memory()
+    assert physical and physical > 1 << 20
+    assert parse_memory("0.5") == int(physical * 0.5)
+    assert parse_memory("50%") == int(physical * 0.5)
+    assert parse_memory("1") == physical
+
+
+@pytest.mark.parametrize("text", ["", "abc", "4", "1.5", "0", "0G", "-1G", "150%", "4X",
+                                  "G", "1e9", "0.5.5"])
+def test_parse_memory_rejects_bad_values(text):
+    with pytest.raises(InputError, match="--max-memory"):
+        parse_memory(text)
+
+
+def test_parse_memory_names_the_option():
+    with pytest.raises(InputError, match="--limit 'lots'"):
+        parse_memory("lots", option="--limit")
+
+
+def test_default_memory_limit_is_a_share_of_the_machine():
+    limit = default_memory_limit()
+    assert 0 < limit <= physical_memory() * 0.75
+    assert default_memory_limit(0.5) < limit
+
+
+def test_memory_guard_trips_after_an_allocation():
+    guard = MemoryGuard(current_rss() + (100 << 20), every=1)
+    guard.check()                                     # below the ceiling: nothing happens
+    block = b"\x01" * (200 << 20)                     # written, so resident
+    with pytest.raises(MemoryLimitError) as info:
+        guard.check()
+    assert len(block) == 200 << 20
+    err = info.value
+    assert isinstance(err, EvaluationError) and err.used > err.limit
+    assert re.match(r"the run used \d+(\.\d+)? (GiB|MiB), over its --max-memory of "
+                    r"\d+(\.\d+)? (GiB|MiB); ", err.message), err.message
+
+
+def test_memory_guard_reads_only_every_n_calls():
+    guard = MemoryGuard(1, every=3)                   # any process is over one byte
+    guard.check()
+    guard.check()
+    with pytest.raises(MemoryLimitError):
+        guard.check()
+    guard.check()                                     # the count starts again
+    unlimited = MemoryGuard(None, every=1)
+    for _ in range(3):
+        unlimited.check()
+    assert unlimited.check_now() > 0
+
+
+def test_errors_survive_pickling():
+    """Errors raised in a Ray worker reach the driver pickled."""
+    import pickle
+    scheme = get_scheme("derivation").with_budget(max_per_fact=3)
+    with pytest.raises(AnnotationBudgetError) as budget:
+        Network(REACH, {"link": _grid(2, 2)}, annotation=scheme).run()
+    with pytest.raises(MemoryLimitError) as memory:
+        MemoryGuard(1, every=1).check()
+    with pytest.raises(UnsafeAnnotationError) as unsafe:
+        check_set_deletions(psn.parse(REACH))
+    for err in (budget.value, memory.value, unsafe.value):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and back.render() == err.render()
+    exceeded = AnnotationBudgetExceeded(("p", (1,)), 4, 3)
+    assert pickle.loads(pickle.dumps(exceeded)).size == 4
+
+
+def test_cgroup_limits_v2_and_v1(tmp_path):
+    from engine.guards import _cgroup_limit
+
+    def write(rel: str, text: str) -> None:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    write("v2/cgroup", "0::/user.slice/app\n")
+    write("v2/fs/user.slice/app/memory.max", "max\n")
+    write("v2/fs/user.slice/memory.max", "2147483648\n")
+    assert _cgroup_limit(str(tmp_path / "v2/cgroup"), str(tmp_path / "v2/fs")) == 2 << 30
+    write("v1/cgroup", "4:memory:/docker/abc\n3:cpu,cpuacct:/\n")
+    write("v1/fs/memory/docker/abc/memory.limit_in_bytes", "1073741824\n")
+    write("v1/fs/memory/memory.limit_in_bytes", "9223372036854771712\n")     # unlimited
+    assert _cgroup_limit(str(tmp_path / "v1/cgroup"), str(tmp_path / "v1/fs")) == 1 << 30
+    write("none/cgroup", "0::/\n")
+    assert _cgroup_limit(str(tmp_path / "none/cgroup"), str(tmp_path / "none/fs")) is None
