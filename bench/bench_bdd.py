@@ -1,16 +1,17 @@
 """Serialized size and write/read times of absorption-provenance BDDs (provenance.bdd).
 
-Role: the figures behind RUNTIME.md Sec. 7 ("a 273-node BDD is 2.1 KB in msgpack, 0.24 ms
-to write, 0.16 ms to read"), for BDDs of growing size: random monotone DNFs (sets of
+Role: measure the wire form of :mod:`provenance.bdd` (a node list rebuilt with ``ite``,
+chosen because ``dd.cudd.Function`` does not pickle and ``to_expr``/``add_expr`` blow up
+exponentially) for BDDs of growing size: random monotone DNFs (sets of
 path-like variable sets) and real reachability provenance computed centrally on seeded
 random graphs. "write" is serialize + msgpack.packb in the sender's manager; "read" is
 msgpack.unpackb + deserialize (ite rebuild) in another manager, either a fresh one (variables
 declared on the fly) or one whose variable order was reversed beforehand.
 
-Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic (bench of
-issue 5's engine runs).
+Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic
+(``bench/bench_provenance.py``).
 
-Run: ``python -m bench.bench_bdd [--repeat N]``.
+Run: ``python -m bench.bench_bdd [--repeat N]``. Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark of the PSN engine (issue 4): prints tables, asserts nothing.
+"""Benchmark of the PSN engine: prints tables, asserts nothing.
 
 1. Reachability on a seeded random 100-node, 400-link directed graph with the ``set``
    scheme, all links inserted in one burst: engine wall time (``Network.run``), derivations
@@ -11,7 +11,7 @@
 Run: ``python bench/bench_engine.py [--seed N] [--repeat R] [--delivery fifo|random|adversarial]``
 Engine time is ``Network.run`` only (not parsing, localization, compilation or injection),
 as wall seconds and as CPU seconds of the process (steadier on a shared machine); the median
-of ``--repeat`` runs is printed.
+of ``--repeat`` runs is printed. Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Benchmark of absorption provenance, MinShip and aggregate selection (issue 5; Liu et al.
-ICDE 2009, Sec. 7.2-7.4): prints tables, asserts nothing.
+"""Benchmark of absorption provenance, MinShip and aggregate selection (Liu et al. ICDE 2009,
+Sec. 7.2-7.4): prints tables, asserts nothing.
 
 1. Reachability on a seeded random 100-node, 400-link directed graph, all links inserted in
    one burst: ``set``, ``absorption`` with lazy MinShip and ``absorption`` with eager
@@ -15,9 +15,10 @@ ICDE 2009, Sec. 7.2-7.4): prints tables, asserts nothing.
    aggregate selection (absorption, lazy MinShip): tuples and bytes shipped, wall time
    (``off`` is run under the same time limit).
 
-Targets (issue 5): absorption lazy inserts all links in under 1 s; one link deletion
-converges in under 50 ms and ships under 5% of the insertion run's tuples; multi AggSel ships
-at most half of single AggSel on a dense graph.
+Targets: absorption lazy inserts all links in under 1 s; one link deletion converges in
+under 50 ms and ships under 5% of the insertion run's tuples; multi AggSel ships at most
+half of single AggSel on a dense graph (Liu et al. Sec. 7.4 report about half). Recorded
+figures: ``bench/RESULTS.md``.
 
 Run: ``python bench/bench_provenance.py [--seed N] [--placement node|single]
 [--contexts process|worker] [--eager-limit S] [--sp-nodes N] [--sp-links M]``.
@@ -195,7 +196,7 @@ def main(argv=None) -> None:
     ap.add_argument("--sp-nodes", type=int, default=30)
     ap.add_argument("--sp-links", type=int, default=240)
     args = ap.parse_args(argv)
-    print_header("absorption provenance, MinShip, aggregate selection (issue 5)",
+    print_header("absorption provenance, MinShip, aggregate selection (Liu Sec. 7.2-7.4)",
                  "python bench/bench_provenance.py " + " ".join(sys.argv[1:]))
     reachable_table(args)
     aggsel_table(args)

@@ -1,8 +1,8 @@
 """Benchmark: PSN on Ray with 1, 2 and 4 workers, beside the in-memory engine and the simulator.
 
-Role: issue 7's figure. Reachability (Liu et al. Query 1) on the 100-node GT-ITM topology
-(``topologies.make("gtitm")``), with absorption provenance when that scheme is registered
-(with lazy MinShip when the engine offers it) and set semantics otherwise, evaluated by
+Role: how Ray compares with the in-process engines. Reachability (Liu et al. Query 1) on the
+100-node GT-ITM topology (``topologies.make("gtitm")``), with absorption provenance and lazy
+MinShip by default (``--annotation NAME`` for another scheme), evaluated by
 
 * the in-memory engine (:class:`engine.Network`, random delivery, 4 workers by hash),
 * the simulator (:class:`sim.Simulation`, 4 workers by hash), when ``sim`` is importable,
@@ -11,8 +11,9 @@ Role: issue 7's figure. Reachability (Liu et al. Query 1) on the 100-node GT-ITM
 all in the same process and run. Reported per row: wall seconds of the evaluation (the
 engine's ``run()`` calls; Ray start-up and actor start-up excluded and printed
 separately), messages and bytes between nodes, messages and bytes between workers, Ray
-calls between workers (batches), and whether the result equals ``psn.evaluate``. Target
-(issue 7): Ray with 4 workers within 3x the simulator's wall time on a 2-core machine.
+calls between workers (batches), and whether the result equals ``psn.evaluate``. Target:
+Ray with 4 workers within 3x the simulator's wall time on a 2-core machine. Recorded
+figures: ``bench/RESULTS.md``.
 
 Usage::
 
@@ -44,8 +45,7 @@ r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
 
 def _scheme(name: str):
     """What to pass as ``annotation=``: the name, or a fresh scheme object for
-    ``absorption`` while that scheme is not registered by name (it is held back until the
-    engine has MinShip)."""
+    ``absorption`` in an installation where that scheme is not registered by name."""
     from provenance import scheme_names
     if name == "absorption" and name not in scheme_names():
         from provenance.absorption import AbsorptionScheme
@@ -75,7 +75,7 @@ def _equal(got, want) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--annotation", default=None,
-                    help="annotation scheme (default: absorption if registered, else set)")
+                    help="annotation scheme (default: absorption)")
     ap.add_argument("--topology", default="gtitm")
     ap.add_argument("--deletions", type=int, default=0,
                     help="a second burst deleting K random links (not with set)")

@@ -1,9 +1,9 @@
-"""Benchmark of the centralized reference evaluator (issue 2).
+"""Benchmark of the centralized reference evaluator (``psn.evaluate``).
 
 Run: ``python -m bench.bench_reference`` from the checkout. Prints wall time and derived
 tuples per second for reachable and shortest path (all four aggregate relations) on a seeded
 random 100-node, 400-link graph. Targets on a 2-core machine: reachable < 1 s, shortest path
-< 10 s.
+< 10 s. Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations

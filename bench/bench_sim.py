@@ -1,16 +1,16 @@
-"""Benchmark of the network simulator driving the PSN engine (issue 6).
+"""Benchmark of the network simulator driving the PSN engine.
 
 Run: ``python -m bench.bench_sim`` from the checkout (``--quick`` skips the 1,000-node row).
 For the reachable query on the 100-node default GT-ITM topology (``ts100``; one worker per
 node, and 12 workers as in Liu's default setting) and on a 1,000-node dense transit-stub
 topology, all links inserted in one burst, random delivery: simulated convergence time,
 wall time (of building and running the simulation, modules already imported), peak memory
-(RSS of a fresh child process per row) and traffic between workers,
-plus the number of reachable tuples. The annotation is the
-best available for the workload (absorption, lazy shipping, when it is registered; otherwise
-set semantics, which is exact for insertions). Targets on this machine, with absorption lazy:
-100 nodes under 2 s wall; 1,000 nodes (a million reachable tuples) under 120 s wall and
-8 GB peak memory.
+(RSS of a fresh child process per row) and traffic between workers, plus the number of
+reachable tuples. The annotation is the engines' default, absorption provenance with lazy
+MinShip (``--annotation NAME`` for another; ``--workers N`` places the per-node rows on N
+workers). Targets on a 2-core machine, with absorption lazy: 100 nodes under 2 s wall;
+1,000 nodes (a million reachable tuples) under 120 s wall and 8 GB peak memory. Recorded
+figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations

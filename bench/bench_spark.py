@@ -1,4 +1,4 @@
-"""Benchmark of the Spark reference (issue 8) next to the Python reference.
+"""Benchmark of the Spark reference (``psn.batch``) next to the Python reference.
 
 Run from the checkout::
 
@@ -11,8 +11,8 @@ Topologies: ``topologies.make("ts100")`` (GT-ITM transit-stub, 100 nodes) for 10
 link in both directions, cost = latency. Prints one row per (query, size): Spark time
 (the first row also shows the session start), Python time, result size, semi-naive rounds,
 and whether the two results agree (:func:`ndlog.check.compare_relations`).
-Target (RUNTIME.md §7, issue 8): 100-node reachable under 30 s on ``local[2]`` including
-the session start.
+Target: 100-node reachable under 30 s on ``local[2]`` including the session start (a local
+Spark session alone takes several seconds to start). Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations

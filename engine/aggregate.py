@@ -1,4 +1,4 @@
-"""Incremental aggregates in rule heads (RUNTIME.md Sec. 4).
+"""Incremental aggregates in rule heads (docs/language.md, section 6).
 
 Role: the operator that turns a node's *contribution* relation (see
 :func:`engine.program.split_aggregates`) into aggregate result tuples, under insertions
@@ -8,7 +8,8 @@ whose contributions changed is recomputed once, and if the result changed the op
 the deletion of the old result tuple and the insertion of the new one.
 
 Deliberately not here: aggregate *selection* (pruning a recursive predicate to its best
-tuples, Liu et al. Sec. 6, issue 5): that is a pick/send stage of the node, not this operator.
+tuples, Liu et al. Sec. 6): that is a pick/send stage of the node (:mod:`engine.aggsel`),
+not this operator.
 """
 
 from __future__ import annotations

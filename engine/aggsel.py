@@ -1,6 +1,6 @@
 """Aggregate selection inside the PSN fixpoint and inside MinShip (multi AggSel).
 
-Role: Liu et al. (ICDE 2009), Sec. 6 (Algorithm 4) and RUNTIME.md Sec. 4. A recursive
+Role: Liu et al. (ICDE 2009), Sec. 6 (Algorithm 4). A recursive
 predicate that matters only through ``min``/``max`` aggregates per group
 (:func:`ndlog.analysis.aggsel_candidates`: ``path`` in shortest path, grouped by ``(S, D)``,
 ``min`` on the cost and on the hop count) is pruned per group to the tuples that are best for
@@ -17,9 +17,10 @@ at least one of its aggregates (*multi* AggSel, ties kept):
 * **sending side** (:class:`Selector` handed to :class:`~engine.minship.MinShip`): the
   same rule per destination, on the facts shipped to other nodes. On a localized program
   the recursive predicate is joined with its neighbours' tuples through a hidden auxiliary
-  (``sp2_aux(@S, Z, D, C1, P, C, L)`` in shortest path); :func:`selectors` maps the
-  aggregate's group and value columns onto every hidden predicate that carries them into a
-  rule of the pruned predicate, so the auxiliary is pruned as it leaves the node.
+  (``sp2_aux(@S, Z, D, C1, P, C, L)`` in shortest path); the localizer's plan
+  (:func:`localize.analysis.aggsel_plans`, kept in :attr:`EngineProgram.aggsel`) names every
+  hidden predicate that carries the aggregate's group and value columns into a rule of the
+  pruned predicate, and :func:`selectors` prunes it as it leaves the node.
 
 Exactness relies on what :class:`ndlog.analysis.AggSelSpec` states (every recursive step
 strictly worsens the aggregated values: positive costs); the aggregate relations
@@ -40,12 +41,12 @@ Before/after (what the stage does, not a rewrite of the program)::
     -path(@a, c, [a,b,c], 2, 2)  fired, then path(@a, c, [a,d,e,c], 5, 3) fired
 
 Deliberately not here: the aggregate operators themselves (:mod:`engine.aggregate`),
-the detection (:mod:`ndlog.analysis`), shipping (:mod:`engine.minship`).
+the detection and the plan (:mod:`ndlog.analysis`, :mod:`localize.analysis`), shipping
+(:mod:`engine.minship`).
 """
 
 from __future__ import annotations
 
-from ndlog import ast as A
 from ndlog.errors import InputError
 
 __all__ = ["Selector", "AggSelStage", "selectors", "install", "AGGSEL_MODES"]
@@ -189,40 +190,6 @@ def _mode_aggs(spec, mode: str) -> tuple:
     return spec.aggregates[:1] if mode == "single" else spec.aggregates
 
 
-def _detect(program) -> dict:
-    """``aggsel_candidates`` on the program a user wrote (unfolding hidden predicates of a
-    program given already localized)."""
-    from localize.passes import unfold_hidden
-    from ndlog.analysis import aggsel_candidates
-    specs = aggsel_candidates(program)
-    if specs:
-        return specs
-    return aggsel_candidates(unfold_hidden(program))
-
-
-def _aux_selectors(rules, spec, aggs) -> dict[str, Selector]:
-    """Hidden predicates that carry the group and aggregate variables of ``spec.pred`` into a
-    rule with head ``spec.pred`` (the localizer's auxiliaries)."""
-    out: dict[str, Selector] = {}
-    for r in rules:
-        if r.head.pred != spec.pred:
-            continue
-        head_vars = [a.name if isinstance(a, A.Var) else None for a in r.head.args]
-        need = [head_vars[g] for g in spec.group] + [head_vars[p] for p, _ in aggs]
-        if None in need:
-            continue
-        for atom in r.body_atoms:
-            if atom.pred == spec.pred:
-                continue
-            names = [a.name if isinstance(a, A.Var) else None for a in atom.args]
-            if not all(v in names for v in need):
-                continue
-            group = tuple(names.index(head_vars[g]) for g in spec.group)
-            sa = tuple((names.index(head_vars[p]), f) for p, f in aggs)
-            out[atom.pred] = Selector(group, sa)
-    return out
-
-
 def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
     """Receiving-side and sending-side selectors for an engine program.
 
@@ -245,16 +212,13 @@ def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
         return {}, {}
     receive: dict[str, Selector] = {}
     send: dict[str, Selector] = {}
-    hidden = program.hidden
-    for pred, spec in _detect(program.source).items():
-        if pred not in program.predicates:
-            continue
+    for pred, plan in program.aggsel.items():
+        spec = plan.spec
         aggs = _mode_aggs(spec, mode)
-        receive[pred] = Selector(spec.group, aggs)
-        send[pred] = receive[pred]
-        for aux, sel in _aux_selectors(program.rules, spec, aggs).items():
-            if aux in hidden:
-                send[aux] = sel
+        receive[pred] = send[pred] = Selector(spec.group, aggs)
+        for aux, cols in plan.carriers.items():
+            send[aux] = Selector(tuple(cols[g] for g in spec.group),
+                                 tuple((cols[p], f) for p, f in aggs))
     return receive, send
 
 

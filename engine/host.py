@@ -139,7 +139,8 @@ class Host:
         flush:
             End of stream at quiescence (``False`` when a driver decides it, as on Ray).
         guard:
-            Called after every delivery (e.g. a memory ceiling that raises).
+            Called after every delivery and before every node step (e.g. a memory
+            ceiling that raises, :class:`engine.guards.MemoryGuard`).
         """
         with relaxed_gc():
             polls = self._loop(max_polls, heartbeat, flush, guard)
@@ -162,7 +163,7 @@ class Host:
                 for dst, ups in deliveries:
                     deliver(dst, ups)
             if ready:
-                self._step_ready()
+                self._step_ready(guard)
                 if max_polls is not None and polls > max_polls:
                     raise EvaluationError(f"no quiescence after {max_polls:,} deliveries")
                 continue
@@ -171,9 +172,11 @@ class Host:
             if not flush or not self.flush():
                 return polls
 
-    def _step_ready(self) -> None:
+    def _step_ready(self, guard) -> None:
         nodes, ready = self.nodes, self._ready
         for nid in list(ready):
+            if guard is not None:
+                guard()
             node = nodes[nid]
             out = node.step()
             if out:

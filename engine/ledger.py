@@ -119,11 +119,16 @@ class Injector:
         The annotation scheme (``scheme.base`` makes a base fact's annotation).
     context_of:
         ``node -> annotation context`` in which to build the base annotations.
+    resolved:
+        The run's :class:`engine.options.Resolved` options: a burst with a deletion is
+        refused when the scheme cannot delete exactly on this program.
     """
 
-    def __init__(self, source: A.Program, program, scheme, context_of: Callable):
+    def __init__(self, source: A.Program, program, scheme, context_of: Callable,
+                 resolved=None):
         self.program = program
         self.scheme = scheme
+        self.resolved = resolved
         self.context_of = context_of
         self.ledger = Ledger(source, self.describe)
         self.arities = dict(source.arities())
@@ -157,6 +162,8 @@ class Injector:
         ``(sign, pred, tuple)`` items, in burst order per node."""
         pending: dict = {}
         location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
+        if self.resolved is not None and any(sign < 0 for sign, _, _ in burst):
+            self.resolved.check_deletions(self.program, "a burst deletes a fact")
         for sign, pred, tup in burst:
             self.check(pred, tup)
             for s, t, seq in self.ledger.update(sign, pred, tup):

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.errors import EvaluationError, InputError
 from ndlog.parser import parse, parse_atom
+from ndlog.text import count_noun
 
 from .host import Host
 from .ledger import Injector
@@ -99,7 +100,7 @@ class Network:
         A :class:`~engine.options.RunOptions` (default: its defaults: absorption provenance
         with lazy MinShip, aggregate selection where it applies, random delivery, seed 0).
         The keyword arguments below override single fields.
-    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts:
+    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts, unsafe, max_memory:
         Fields of :class:`~engine.options.RunOptions`.
     placement:
         Node to worker: an :class:`engine.placement.Placement` or a ``node -> worker``
@@ -116,10 +117,12 @@ class Network:
                  delivery: str | None = None, seed: int | None = None,
                  batch: bool | None = None, placement=None, transport=None,
                  roundtrip: bool | None = None, on_node: Callable[[Node], None] | None = None,
-                 ship=None, aggsel: str | None = None, contexts: str | None = None):
+                 ship=None, aggsel: str | None = None, contexts: str | None = None,
+                 unsafe: bool | None = None, max_memory: int | None = None):
         opts = RunOptions.of(options, annotation=annotation, delivery=delivery, seed=seed,
                              batch=batch, roundtrip=roundtrip, ship=ship, aggsel=aggsel,
-                             contexts=contexts, placement=placement)
+                             contexts=contexts, placement=placement, unsafe=unsafe,
+                             max_memory=max_memory)
         if isinstance(program, str):
             program = parse(program)
         self.options = opts
@@ -136,7 +139,9 @@ class Network:
         self.host = Host(self.program, self.scheme, transport, batch=opts.batch,
                          stages=self.resolved.stages(self.program), on_node=on_node,
                          contexts=opts.contexts)
-        self.injector = Injector(program, self.program, self.scheme, self.host.context_of)
+        self.injector = Injector(program, self.program, self.scheme, self.host.context_of,
+                                 self.resolved)
+        self.guard = opts.memory_guard()
         self.wall_seconds = 0.0
         self.dropped_deletions = 0
         initial = [(1, f.pred, f.values) for f in program.facts]
@@ -146,6 +151,10 @@ class Network:
             initial.extend((1, pred, r) for r in rows)
         if initial:
             self.apply(initial)
+
+    def __repr__(self) -> str:
+        return (f"<Network: {count_noun(len(self.nodes), 'node')}, annotation "
+                f"{self.scheme.name}, {count_noun(len(self.ledger.live), 'base fact')}>")
 
     # -- nodes and contexts --------------------------------------------------------------
     @property
@@ -191,8 +200,10 @@ class Network:
         Raises
         ------
         InputError
-            For a predicate the program does not have or a wrong arity (nothing of the
-            burst is injected then).
+            For a predicate the program does not have or a wrong arity, or a deletion the
+            annotation scheme cannot make exact on this program
+            (:class:`engine.guards.UnsafeAnnotationError`); nothing of the burst is
+            injected then.
         """
         items = [parse_update(item) for item in burst]
         for _, pred, tup in items:
@@ -234,7 +245,7 @@ class Network:
         """
         self.ledger.check()
         t0 = time.perf_counter()
-        self.host.run(max_polls, heartbeat)
+        self.host.run(max_polls, heartbeat, guard=self.guard.check)
         dropped, problem = self.host.check_waiting(self._fmt)
         self.dropped_deletions += dropped
         self.wall_seconds += time.perf_counter() - t0

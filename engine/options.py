@@ -74,6 +74,18 @@ class RunOptions:
         hash (:class:`engine.placement.Placement`).
     placement:
         Explicit ``node -> worker`` assignments (the rest by hash with ``workers``).
+    unsafe:
+        Run an annotation scheme where it may give wrong answers (set semantics with
+        deletions on a program where a fact can have two derivations) instead of refusing;
+        the run is then unchecked.
+    max_memory:
+        Ceiling on the process's resident memory in bytes; past it the run stops with
+        :class:`engine.guards.MemoryLimitError`. ``None``: 75% of the machine's (or the
+        container's) memory (:func:`engine.guards.default_memory_limit`); ``0``: none.
+    derivation_budget, derivation_total:
+        Derivation sets stored per fact and in all (``--annotation derivation``); past
+        either the run stops with :class:`engine.guards.AnnotationBudgetError`. ``None``:
+        the scheme's defaults.
     """
 
     annotation: Any = DEFAULT_ANNOTATION
@@ -86,6 +98,10 @@ class RunOptions:
     contexts: str = "process"
     workers: int | None = None
     placement: Mapping | None = None
+    unsafe: bool = False
+    max_memory: int | None = None
+    derivation_budget: int | None = None
+    derivation_total: int | None = None
 
     def __post_init__(self):
         if self.aggsel not in AGGSEL_CHOICES:
@@ -127,9 +143,20 @@ class RunOptions:
             aggregate selection with a scheme that counts multiplicities.
         """
         from provenance import get_scheme
-        scheme = get_scheme(self.annotation)
-        return Resolved(self, scheme, _ship(self.ship, scheme), _aggsel(self.aggsel, scheme,
-                                                                         program))
+        scheme = _budgeted(get_scheme(self.annotation), self)
+        problem = None
+        if not scheme.tracks_derivations and not self.unsafe:
+            from .guards import set_deletion_problem
+            problem = set_deletion_problem(program.source)
+        return Resolved(self, scheme, _ship(self.ship, scheme),
+                        _aggsel(self.aggsel, scheme, program), problem)
+
+    def memory_guard(self, share: int = 1):
+        """The :class:`engine.guards.MemoryGuard` of ``max_memory``, divided among
+        ``share`` processes (the workers of a Ray run)."""
+        from .guards import MemoryGuard, default_memory_limit
+        limit = default_memory_limit() if self.max_memory is None else self.max_memory
+        return MemoryGuard(limit // share, every=200)
 
     def describe(self) -> dict:
         """The options as JSON-able values (the ``run`` part of a report)."""
@@ -154,12 +181,24 @@ class Resolved:
         ``(mode, window)`` of MinShip, or ``None`` (off).
     aggsel:
         ``multi``, ``single`` or ``off``.
+    deletion_problem:
+        Why deletions would give wrong answers with this scheme on this program (set
+        semantics where a fact can have two derivations), or ``None``: the engine then
+        refuses any deletion before it runs (:meth:`check_deletions`).
     """
 
     options: RunOptions
     scheme: Any
     ship: tuple | None
     aggsel: str
+    deletion_problem: str | None = None
+
+    def check_deletions(self, program, because: str) -> None:
+        """Refuse deletions (``because`` says what deletes) when this scheme cannot make
+        them exact on ``program`` (:class:`engine.guards.UnsafeAnnotationError`)."""
+        if self.deletion_problem is not None:
+            from .guards import check_set_deletions
+            check_set_deletions(program.source, because)
 
     @property
     def ship_text(self) -> str:
@@ -180,6 +219,20 @@ class Resolved:
         out = self.options.describe()
         out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel)
         return out
+
+
+def _budgeted(scheme, options: RunOptions):
+    """The scheme with the options' derivation budgets, where it has budgets."""
+    budgets = {k: v for k, v in (("max_per_fact", options.derivation_budget),
+                                 ("max_total", options.derivation_total)) if v is not None}
+    if not budgets:
+        return scheme
+    with_budget = getattr(scheme, "with_budget", None)
+    if with_budget is None:
+        raise InputError(f"annotation '{scheme.name}' has no derivation budget",
+                         hint="--derivation-budget and --derivation-total go with "
+                         "--annotation derivation")
+    return with_budget(**budgets)
 
 
 def _ship(text: str | None, scheme) -> tuple | None:

@@ -1,9 +1,10 @@
 """Prepare a program for the engine: localize, rewrite head aggregates, find locations.
 
 Role: the one step between the language front-end and the engine. A distributed program is
-localized first (``psn.localize``, RUNTIME.md Sec. 1) unless every rule body already lives at
-one location; then each aggregate rule is split into a *contribution* rule and an aggregate
-operator (RUNTIME.md Sec. 4), so that the engine's delta rules only ever see plain heads.
+localized first (``psn.localize``; Nigam et al. 2012, Sec. 2.1) unless every rule body
+already lives at one location; then each aggregate rule is split into a *contribution* rule
+and an incremental aggregate operator (:mod:`engine.aggregate`), so that the engine's delta
+rules only ever see plain heads.
 
 Aggregate rewrite (named pass ``split_aggregates``)::
 
@@ -87,6 +88,9 @@ class EngineProgram:
     visible: frozenset[str] = field(default_factory=frozenset)
     #: every predicate of ``program`` (computed once)
     predicates: frozenset[str] = field(default_factory=frozenset)
+    #: where aggregate selection applies: pruned predicate -> the localizer's
+    #: :class:`localize.analysis.AggSelPlan`
+    aggsel: dict = field(default_factory=dict)
     #: compiled, node-independent pieces of join plans (filled by engine.compile)
     plan_cache: dict = field(default_factory=dict, repr=False)
 
@@ -122,8 +126,11 @@ def split_aggregates(program: A.Program) -> tuple[A.Program, dict[str, Aggregate
     """Replace every aggregate rule by a contribution rule (see the module docstring).
 
     Returns the rewritten program (contribution predicates added to ``hidden``) and the
-    operator specs by contribution predicate. Implements the incremental group-by of
-    RUNTIME.md Sec. 4 together with :class:`engine.aggregate.AggregateOperator`.
+    operator specs by contribution predicate. Together with
+    :class:`engine.aggregate.AggregateOperator` this is an incremental group-by that supports
+    deletions: per group the set of present contributions is kept, and a change of the
+    aggregate's value is emitted as the deletion of the old result tuple and the insertion of
+    the new one.
     """
     rules = []
     specs: dict[str, AggregateSpec] = {}
@@ -185,10 +192,12 @@ def prepare(program: A.Program) -> EngineProgram:
 
 
 def _prepare(program: A.Program) -> EngineProgram:
+    from localize.analysis import aggsel_plans
     distributed = program.distributed
     local = _localize(program) if distributed else program
     rewritten, specs = split_aggregates(local)
     loc = _locations(rewritten)
     visible = frozenset(p for p in local.predicates if p not in local.hidden)
     return EngineProgram(program, rewritten, rewritten.rules, specs, loc, rewritten.hidden,
-                         distributed, visible, rewritten.predicates)
+                         distributed, visible, rewritten.predicates,
+                         aggsel=aggsel_plans(program, local))

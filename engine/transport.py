@@ -1,14 +1,15 @@
 """Transports and clocks: how updates travel between nodes, and what that costs.
 
-Role: the interfaces the PSN engine's driver (:class:`engine.Network`) talks to, and the
+Role: the interfaces the one hosting loop (:class:`engine.Host`) talks to, and the
 in-memory defaults. A :class:`Transport` accepts the updates a node produced
 (:meth:`Transport.send`), holds them in flight, and hands them out in the order its delivery
 policy chooses (:meth:`Transport.poll`); it measures traffic in messages, tuples and msgpack
-bytes (:mod:`engine.wire`), per node and per *worker* (a process hosting many nodes,
-RUNTIME.md vocabulary). A :class:`Placement` says which node lives on which worker; a message
-between two nodes of one worker costs no network traffic (counted separately), a message from
-a node to itself costs nothing. A :class:`Clock` tells the time the transport lives in: a
-logical counter here, virtual seconds in the simulator (issue 6).
+bytes (:mod:`engine.wire`, counted by its :class:`Meter`), per node and per *worker* (a
+process hosting many nodes; nodes and workers are distinct, as in Liu et al. 2009, Sec. 7,
+where 100 nodes ran on 12-24 machines). A :class:`Placement` says which node lives on which
+worker; a message between two nodes of one worker costs no network traffic (counted
+separately), a message from a node to itself costs nothing. A :class:`Clock` tells the time the transport lives in: a
+logical counter here, virtual seconds in the simulator (:mod:`sim`).
 
 Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, Nigam Sec. 3.1):
 
@@ -22,8 +23,9 @@ Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, N
     one update per poll: the newest in-flight deletion if there is one (so deletions arrive
     before the insertions they follow whenever possible), else the newest insertion.
 
-Deliberately not here: the PSN iteration (``engine``), virtual time and latencies
-(``sim/``), Ray actors (issue 7). Those implement the same two protocols.
+Deliberately not here: the PSN iteration (:mod:`engine.node`, :mod:`engine.host`), virtual
+time and latencies (``sim/``), Ray actors (``psn.distributed``). Those implement the same
+two protocols.
 """
 
 from __future__ import annotations

@@ -117,6 +117,10 @@ class Phase:
     """A part of a workload; :meth:`steps` yields :class:`Step` lazily (it may read the base
     facts as they are after the previous step)."""
 
+    #: True if the phase deletes base facts (set semantics refuses such workloads up
+    #: front on programs where it cannot delete exactly).
+    deletes = False
+
     loads_links = False
 
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
@@ -155,6 +159,8 @@ class InsertLinks(Phase):
 class DeleteLinks(Phase):
     """Delete ``n`` present links, one per step, chosen at random (Liu Sec. 7.2, Fig. 8)."""
 
+    deletes = True
+
     n: int = 20
 
     def steps(self, ctx):
@@ -172,6 +178,8 @@ class DeleteLinks(Phase):
 @dataclass
 class Flap(Phase):
     """Delete and re-insert one link ``n`` times (``link=None``: a random present link)."""
+
+    deletes = True
 
     link: tuple | None = None
     n: int = 1
@@ -197,7 +205,7 @@ class Flap(Phase):
 
 @dataclass
 class Sensors(Phase):
-    """The region-query workload (Liu Sec. 7.1, workload 2; EXPERIMENTS.md "Sensor grid").
+    """The region-query workload (Liu Sec. 7.1, workload 2: the sensor grid).
 
     Step 1 loads ``sensor``, ``nbr``, ``seed``, ``sink`` and triggers every seed; step 2
     triggers ``trigger`` of the other sensors at once; then each of them is un-triggered in
@@ -207,6 +215,10 @@ class Sensors(Phase):
 
     trigger: float = 0.5
     untrigger: int | None = -1
+
+    @property
+    def deletes(self) -> bool:
+        return self.untrigger is not None
 
     def steps(self, ctx):
         topo = ctx.topology
@@ -287,6 +299,11 @@ class Workload:
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
         for phase in self.phases:
             yield from phase.steps(ctx)
+
+    @property
+    def deletes(self) -> bool:
+        """True if some phase deletes base facts."""
+        return any(p.deletes for p in self.phases)
 
     def count(self, topology) -> int | None:
         total = 0

@@ -1,5 +1,5 @@
 """Rule localization: rewrite a distributed NDlog program so that every rule body lives at
-one node (Nigam et al. 2012, Sec. 2.1; Loo et al., SIGMOD 2006; RUNTIME.md §1).
+one node (Nigam et al. 2012, Sec. 2.1; Loo et al., SIGMOD 2006).
 
 Role: the public entry points :func:`localize` (the rewritten program) and :func:`explain`
 (the same, with which rule became which and why). A rule whose body spans several locations
@@ -68,7 +68,7 @@ def localize(program: A.Program, **options) -> A.Program:
     Notes
     -----
     Nigam et al. (2012), Sec. 2.1 (rule localization, ``co-link``); Loo et al. (SIGMOD
-    2006), link-restricted rules; RUNTIME.md §1.
+    2006), link-restricted rules.
     """
     if options:
         raise InputError(f"localize takes no options, got {', '.join(sorted(options))}")

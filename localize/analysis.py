@@ -6,7 +6,9 @@ location name another location (:func:`link_graph`), and, from those, the *plan*
 link-restricted rule (:func:`plan_rule`): the location the residual rule runs at, and the
 order in which the other locations are shipped to their neighbours, each step naming the link
 atom it travels along. A rule that cannot be localized is reported here, with the reason and
-the rule's position (:class:`~ndlog.errors.LocalizationError`).
+the rule's position (:class:`~ndlog.errors.LocalizationError`). After localization,
+:func:`aggsel_plans` tells the engine where aggregate selection applies on the rewritten
+program: the pruned predicates and the auxiliaries that carry their columns.
 
 Deliberately not here: building rules or programs (analyses never modify the program; the
 passes do), and any check that is not about locations (arity, safety and stratification are
@@ -18,11 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ndlog import ast as A
+from ndlog.analysis import AggSelSpec, aggsel_candidates
 from ndlog.builtins import format_value
 from ndlog.errors import LocalizationError
 
 __all__ = [
-    "Location", "LinkEdge", "Step", "Plan",
+    "Location", "LinkEdge", "Step", "Plan", "AggSelPlan", "aggsel_plans",
     "location_of", "body_locations", "mentions", "link_graph", "head_location_bound",
     "bound_in_body", "plan_rule", "show_location", "mirror_index", "same_location",
 ]
@@ -95,8 +98,8 @@ def link_graph(rule: A.Rule) -> list[LinkEdge]:
     """Every way one body location of ``rule`` knows another, in body order.
 
     A body atom at ``S`` whose arguments include the location ``Z`` of another body atom is
-    a link from ``S`` to ``Z`` (Loo et al., SIGMOD 2006: link-restricted rules; RUNTIME.md
-    §1). A constant location is known everywhere, so every location links to it.
+    a link from ``S`` to ``Z`` (Loo et al., SIGMOD 2006: link-restricted rules). A constant
+    location is known everywhere, so every location links to it.
 
     Returns
     -------
@@ -276,7 +279,7 @@ def _first_location(rule: A.Rule) -> str:
 
 
 def plan_rule(rule: A.Rule, source: str | None = None) -> Plan:
-    """Decide how to localize one rule of a distributed program (RUNTIME.md §1).
+    """Decide how to localize one rule of a distributed program (Nigam et al. 2012, Sec. 2.1).
 
     The residual rule runs at the head's location when the body has an atom there (and the
     other locations can reach it), and otherwise at the body location that needs the fewest
@@ -370,3 +373,65 @@ def _mirror_shape(rule: A.Rule) -> tuple[str, int] | None:
         if head.args == (body.args[pos], body.args[body.loc], *rest):
             return body.pred, pos
     return None
+
+
+@dataclass(frozen=True)
+class AggSelPlan:
+    """Where aggregate selection applies on a localized program (Liu et al. 2009, Sec. 6).
+
+    Attributes
+    ----------
+    spec:
+        The pruned predicate with its group and aggregate columns
+        (:class:`ndlog.analysis.AggSelSpec`, found on the rules the user wrote).
+    carriers:
+        ``hidden predicate -> {column of spec.pred: column of the hidden predicate}``: the
+        localizer's auxiliaries that carry the group and aggregate columns of ``spec.pred``
+        into a rule deriving it (``sp2_aux`` in shortest path), so that they can be pruned
+        as they leave a node.
+    """
+
+    spec: AggSelSpec
+    carriers: dict[str, dict[int, int]]
+
+
+def aggsel_plans(source: A.Program, localized: A.Program) -> dict[str, AggSelPlan]:
+    """The aggregate-selection plan of every prunable predicate: what the localizer hands
+    the engine along with the program it rewrote. Analysis only; modifies nothing.
+
+    ``source`` is the program as the user wrote it; when it is already localized (hidden
+    auxiliaries present), the auxiliaries are unfolded first so that the shapes the
+    detection looks for (:func:`ndlog.analysis.aggsel_candidates`) are visible.
+
+    Example (shortest path)::
+
+        sp2 path(@S, D, P, C, L) :- link(@S, Z, C1), path(@Z, D, P2, C2, L2), ...
+        localized: sp2c path(@S, D, P, C, L) :- link(@S, Z, C1), sp2_aux(@S, Z, D, ...), ...
+        plan: path grouped by (0, 1), min on 3 and 4; carrier sp2_aux maps path's columns
+              to its own
+    """
+    from .passes import unfold_hidden
+    specs = aggsel_candidates(source) or aggsel_candidates(unfold_hidden(source))
+    return {pred: AggSelPlan(spec, _carriers(localized, spec))
+            for pred, spec in specs.items() if pred in localized.predicates}
+
+
+def _carriers(program: A.Program, spec: AggSelSpec) -> dict[str, dict[int, int]]:
+    """Hidden predicates whose atom in a rule deriving ``spec.pred`` holds every group and
+    aggregate variable of the head."""
+    out: dict[str, dict[int, int]] = {}
+    columns = list(spec.group) + [p for p, _ in spec.aggregates]
+    for rule in program.rules:
+        if rule.head.pred != spec.pred:
+            continue
+        head = [a.name if isinstance(a, A.Var) else None for a in rule.head.args]
+        need = {c: head[c] for c in columns}
+        if None in need.values():
+            continue
+        for atom in rule.body_atoms:
+            if atom.pred == spec.pred or atom.pred not in program.hidden:
+                continue
+            names = [a.name if isinstance(a, A.Var) else None for a in atom.args]
+            if all(v in names for v in need.values()):
+                out[atom.pred] = {c: names.index(v) for c, v in need.items()}
+    return out

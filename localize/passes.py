@@ -352,7 +352,7 @@ def ship_remote_atoms(program: A.Program, *, log: list | None = None) -> A.Progr
         r2a link_rev(@Z, S) :- link(@S, Z).
         r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
 
-    After (``link_rev`` and ``r2_aux`` hidden; RUNTIME.md §1)::
+    After (``link_rev`` and ``r2_aux`` hidden; Nigam et al. 2012, Sec. 2.1)::
 
         r2a link_rev(@Z, S) :- link(@S, Z).
         r2b r2_aux(@S, Z, D) :- reachable(@Z, D), link_rev(@Z, S).

@@ -237,7 +237,7 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     Returns
     -------
     dict
-        predicate -> :class:`AggSelSpec`. Shortest path (NDLOG.md) yields ``path`` grouped
+        predicate -> :class:`AggSelSpec`. Shortest path (Liu et al. 2009, Query 2) yields ``path`` grouped
         by ``(S, D)`` with ``min`` on ``C`` and on ``L``.
     """
     edges = _edges(program)

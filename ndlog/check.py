@@ -1,10 +1,11 @@
 """Compare two sets of result relations and report the differences tuple by tuple.
 
-Role: the one comparison used wherever a run is checked against a reference (RUNTIME.md
-§6): ``psn run --check spark`` after each burst, the Spark-vs-Python tests, the golden
-corpus. :func:`compare_relations` returns a :class:`RelationDiff` listing, per relation, the
-tuples the reference has and the run lacks (*missing*) and the tuples the run has and the
-reference lacks (*extra*); :meth:`RelationDiff.render` prints them in NDlog syntax.
+Role: the one comparison used wherever a run is checked against a reference (the synchronous
+semi-naive result, Nigam et al. 2012, Algorithm 2): ``psn run --check`` after each burst,
+the Spark-vs-Python tests, the golden corpus. :func:`compare_relations` returns a
+:class:`RelationDiff` listing, per relation, the tuples the reference has and the run lacks
+(*missing*) and the tuples the run has and the reference lacks (*extra*);
+:meth:`RelationDiff.render` prints them in NDlog syntax.
 
 Equality is Python's: ``1 == 1.0``, lists are tuples. Deliberately not here: computing
 either side (see :mod:`ndlog.reference`, :mod:`psn.batch.spark`, the engine) and deciding what
@@ -120,7 +121,7 @@ def compare_relations(expected: Mapping[str, Iterable[tuple]],
 
     Notes
     -----
-    Correctness of a run (Nigam et al. 2012, Definition 1; RUNTIME.md §2, §6) is equality of
+    Correctness of a run (Nigam et al. 2012, Definition 1) is equality of
     its result relations with the synchronous semi-naive result; this is that test.
     """
     names = sorted(set(expected) | set(actual)) if relations is None else sorted(set(relations))

@@ -1,4 +1,4 @@
-"""Static checks of an NDlog program (NDLOG.md, "Static checks").
+"""Static checks of an NDlog program (docs/language.md, section 8).
 
 Role: decide, before anything runs, whether a parsed :class:`~ndlog.ast.Program` is one the
 runtime gives a meaning to, and otherwise raise :class:`~ndlog.errors.NDlogSemanticError`
@@ -112,7 +112,7 @@ def _agg_text(agg: A.Aggregate) -> str:
 # -- arity -------------------------------------------------------------------------------
 
 def check_arity(program: A.Program) -> None:
-    """Every use of a predicate has the same number of arguments (NDLOG.md, Static checks).
+    """Every use of a predicate has the same number of arguments (docs/language.md, section 8).
 
     The error points at the first use whose arity differs from the predicate's first use
     in the source, and names that first use.
@@ -131,7 +131,7 @@ def check_arity(program: A.Program) -> None:
 # -- location specifiers -----------------------------------------------------------------
 
 def check_location(program: A.Program) -> None:
-    """Location specifiers of a distributed program (NDLOG.md, Atoms and location specifiers).
+    """Location specifiers of a distributed program (docs/language.md, section 4).
 
     A program with an ``@`` anywhere (rules or facts) is distributed: then every atom has
     exactly one ``@`` argument (the parser rejects two), every use of a predicate has it at
@@ -213,7 +213,7 @@ def check_builtins(program: A.Program) -> None:
 # -- aggregates --------------------------------------------------------------------------
 
 def check_aggregates(program: A.Program) -> None:
-    """Aggregates only as whole head arguments (NDLOG.md, Heads and aggregates).
+    """Aggregates only as whole head arguments (docs/language.md, section 6).
 
     Not in bodies or facts; over a named variable (``count<*>`` counts rows); when a head
     has an aggregate, its other arguments (the group-by key) are variables or constants.
@@ -273,7 +273,7 @@ def _check_rule_aggregates(program: A.Program, rule: A.Rule) -> None:
 # -- materialize -------------------------------------------------------------------------
 
 def check_materialize(program: A.Program) -> None:
-    """``materialize`` declarations fit their tables (NDLOG.md, Statements).
+    """``materialize`` declarations fit their tables (docs/language.md, section 2).
 
     Lifetime and size are non-negative (or infinity); at least one key position; key
     positions are distinct and within the arity of the predicate as it is used.
@@ -351,7 +351,7 @@ def bound_variables(rule: A.Rule) -> tuple[set[str], set[int]]:
 
     Notes
     -----
-    The binding discipline of NDLOG.md ("Rule bodies"): order in the body does not matter;
+    The binding discipline of docs/language.md (section 5): order in the body does not matter;
     a literal is evaluated once its variables are bound.
     """
     bound = set(_atom_bound(rule))
@@ -380,7 +380,7 @@ def bound_variables(rule: A.Rule) -> tuple[set[str], set[int]]:
 
 
 def check_safety(program: A.Program) -> None:
-    """Every variable that needs a value gets one (NDLOG.md, Static checks: safety).
+    """Every variable that needs a value gets one (docs/language.md, section 8: safety).
 
     Per rule: the body has a positive atom; ``_`` appears only as a plain argument of a body
     atom; ``X := e`` does not rebind a variable bound by an atom or another ``:=``; and every
@@ -507,7 +507,7 @@ def _check_bound(program: A.Program, rule: A.Rule) -> None:
 # -- stratification ----------------------------------------------------------------------
 
 def check_stratification(program: A.Program) -> None:
-    """No aggregate over a recursive dependency on its own result (NDLOG.md, Static checks).
+    """No aggregate over a recursive dependency on its own result (docs/language.md, section 8).
 
     An aggregate rule whose body reaches its own head predicate in the dependency graph
     (:func:`ndlog.analysis.recursive_aggregate_rules`) cannot be evaluated stratum by stratum;
@@ -548,7 +548,7 @@ CHECKS: tuple[Callable[[A.Program], None], ...] = (
 
 
 def check_program(program: A.Program) -> None:
-    """Run every static check of NDLOG.md on ``program``; return if it passes.
+    """Run every static check of docs/language.md (section 8) on ``program``; return if it passes.
 
     Parameters
     ----------
@@ -563,7 +563,7 @@ def check_program(program: A.Program) -> None:
 
     Notes
     -----
-    The static checks of NDLOG.md ("Static checks"); the dialect is that of the
+    The dialect is that of the
     declarative-networking systems (Loo et al.) used by Nigam et al. (2012, Sec. 2) and
     Liu et al. (ICDE 2009, Sec. 2). See ``docs/language.md`` for every message.
     """

@@ -44,7 +44,7 @@ def _wrap(term: A.Term, need: int) -> str:
 def format_term(term: A.Term) -> str:
     """NDlog text of a term (variable, constant, list, expression, builtin call, aggregate).
 
-    Binary operators are left-associative (NDLOG.md, Terms), so a right operand of equal
+    Binary operators are left-associative (docs/language.md, section 3), so a right operand of equal
     strength is parenthesized: ``X - (Y - Z)``, while ``X - Y - Z`` needs none.
     """
     if isinstance(term, A.Var):

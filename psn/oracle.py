@@ -17,7 +17,7 @@ __all__ = ["reference_evaluator"]
 
 def reference_evaluator(kind: str = "python", master: str | None = None):
     """The reference a run is checked against: ``psn.evaluate`` (``"python"``) or Spark's
-    batch evaluation (``"spark"``, RUNTIME.md §6), as ``evaluate(program, facts)``.
+    batch evaluation (``"spark"``, :mod:`psn.batch.spark`), as ``evaluate(program, facts)``.
 
     Raises
     ------

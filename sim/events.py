@@ -2,7 +2,7 @@
 
 Role: hold what happens next in virtual time. Events are ordered by ``(time, seq)``: at equal
 times the one scheduled first runs first, so a run is a deterministic function of the program,
-the topology and the seed (RUNTIME.md rule 8: no hidden randomness, no wall-clock ordering).
+the topology and the seed (no hidden randomness, no wall-clock ordering).
 Cancelling an event marks it dead; the heap drops dead events lazily when they surface.
 
 Deliberately not here: the meaning of events (message delivery, processing, expiry live in

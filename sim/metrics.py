@@ -4,7 +4,7 @@ Role: count what the network carries and what the engine stores, and write it ou
 
 - communication: messages, updates and bytes (as serialized on the wire) sent and received
   between workers; messages between two nodes of one worker are counted apart (``local_*``)
-  and cost no traffic (RUNTIME.md "Vocabulary");
+  and cost no traffic (a worker hosts many nodes, as in Liu Sec. 7);
 - updates processed (pick/fire/commit, Nigam Sec. 3) and batches per node and worker;
 - per-tuple provenance bytes and operator state bytes, from the engine's own measurement of
   its stored state at the end of each step (Liu Sec. 7.1 "per-tuple provenance overhead",
@@ -37,7 +37,7 @@ TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates
                 "bytes_recv", "local_msgs", "local_updates", "local_bytes", "processed",
                 "batches")
 
-#: state fields reported by the engine host per node (see ``sim.engine_host``)
+#: state fields measured per node (see :func:`sim.simulation.state_figures`)
 STATE_FIELDS = ("tuples", "provenance_bytes", "state_bytes")
 
 

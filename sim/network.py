@@ -123,7 +123,7 @@ class SimTransport:
     seed, rng:
         The run's randomness: ``rng`` if given, else ``random.Random(seed)``.
     placement:
-        A :class:`sim.placement.Placement` (default: each node its own worker).
+        A :class:`engine.placement.Placement` (default: each node its own worker).
     processing:
         The per-update processing-time model (:class:`sim.delivery.ProcessingModel`).
     clock:

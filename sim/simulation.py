@@ -3,7 +3,7 @@
 Role: :class:`Simulation` puts the pieces together. It builds a
 :class:`~sim.network.SimTransport` on a :class:`~sim.clock.VirtualClock` from the topology,
 delivery model, placement and processing-time model, runs the engine
-(:class:`engine.Network`) over it, expands a workload (:mod:`sim.workloads`) step by step,
+(:class:`engine.Network`) over it, expands a workload (:mod:`engine.workloads`) step by step,
 injects each step's burst, runs it to quiescence, turns soft state (``materialize`` with a
 finite lifetime) into scheduled deletions, measures each step (:mod:`sim.metrics`; Liu et al.
 Sec. 7.1) and, when asked, checks the result relations against the centralized reference
@@ -18,13 +18,14 @@ Example::
         print(step.label, step.sim_time, step.traffic["bytes_sent"], step.check)
 
 Deliberately not here: the PSN iteration (``engine``), annotation semantics
-(``provenance``), the command line (:mod:`sim.cli`). Nothing here reads the wall clock
-except to report wall time.
+(``provenance``), the command line (``psn run --engine sim``, :mod:`psn.cli.runners`).
+Nothing here reads the wall clock except to report wall time.
 """
 
 from __future__ import annotations
 
 from ndlog.check import verdict
+from ndlog.text import count_noun
 from ndlog.reference import evaluate as _python_reference
 
 import math
@@ -151,6 +152,11 @@ class Simulation:
         if self.program.facts:        # facts in the program text: the engine queued them
             self._run_step(Step("program facts"), check=False)
 
+    def __repr__(self) -> str:
+        topo = getattr(self.topology, "name", None) or "no topology"
+        return (f"<Simulation: {topo}, annotation {self.annotation}, "
+                f"{count_noun(len(self.steps), 'step')}, t={self.now:.4f} s>")
+
     # ------------------------------------------------------------------ properties
 
     @property
@@ -195,7 +201,7 @@ class Simulation:
         Parameters
         ----------
         spec:
-            A workload SPEC (:func:`sim.workloads.parse_workload`) or :class:`Workload`.
+            A workload SPEC (:func:`engine.workloads.parse_workload`) or :class:`Workload`.
         check:
             Compare with ``psn.evaluate`` on the current base facts after every step
             (``StepResult.check`` and ``.diff``).

@@ -1,4 +1,4 @@
-"""The static checks of NDLOG.md (ndlog.checks) and the golden error corpus.
+"""The static checks of docs/language.md (ndlog.checks) and the golden error corpus.
 
 Each check gets accepted and rejected programs; rejections are asserted on the error class,
 the position (line, column) and the words of the message that say what is wrong. The golden

@@ -1,5 +1,5 @@
 """The PSN engine's API and loop: pick / fire / commit, ν reads, waiting deletions,
-aggregates under deletions, keys, errors, metrics (issue 4).
+aggregates under deletions, keys, errors, metrics.
 
 Every result is compared with the centralized reference (psn.evaluate) on the same final
 base facts, or with a property the paper states; nothing is hard-coded from a run.
@@ -21,7 +21,7 @@ REACH = """
 r1 reachable(@S, D) :- link(@S, D).
 r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
 """
-# Localized by hand (RUNTIME.md Sec. 1): every body at one location.
+# Localized by hand (Nigam et al. 2012, Sec. 2.1): every body at one location.
 REACH_LOCAL = """
 #hidden(link_rev, aux).
 r2a link_rev(@Z, S) :- link(@S, Z).

@@ -1,4 +1,4 @@
-"""``psn run``: flags, burst files, JSON output, errors with file:line:col (issue 4)."""
+"""``psn run``: flags, burst files, JSON output, errors with file:line:col."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The golden corpus through the PSN engine (issue 4 acceptance).
+"""The golden corpus through the PSN engine.
 
 Every program of tests/programs runs on the engine (centralized ones on one node, distributed
 ones localized and on their nodes) under each annotation scheme and delivery order, and must
-equal psn.evaluate. Aggregate selection is an engine operator of issue 5, so the engine is
+equal psn.evaluate. Aggregate selection is a separate engine operator, so the engine is
 compared with ``evaluate(..., aggsel=False)`` (which enumerates every simple path of the
 shortest-path program instead of pruning ``path``); the aggregate-facing relations are the
 same either way. ``set`` runs only where the corpus is insertion-only and no rule reads an

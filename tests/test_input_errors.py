@@ -11,6 +11,7 @@ word on the burst syntax, CSV header rows, and CSV values such as ``nan``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import pytest
@@ -133,7 +134,17 @@ def test_deep_list_in_a_facts_file_is_a_syntax_error(tmp_path):
     assert (info.value.filename, info.value.line, info.value.column) == (str(path), 2, 13)
 
 
-def test_values_nested_deeply_at_run_time_end_in_evaluation_errors():
+@pytest.fixture
+def default_recursion_limit():
+    """Python's default recursion limit during the test (Ray, Spark or another test of the
+    session may have raised it, which would let the deep values through)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(old)
+
+
+def test_values_nested_deeply_at_run_time_end_in_evaluation_errors(default_recursion_limit):
     grow = "p(@a, 0, nil).\nr1 p(@X, M, [L]) :- p(@X, N, L), N < 1500, M := N + 1.\n"
     result = psn.evaluate(psn.parse(grow, "grow.ndl"))
     assert len(result["p"]) == 1501

@@ -1,7 +1,7 @@
 """Rule localization (localize/): shapes, invariants and equivalence with the original.
 
 Equivalence is always against the reference evaluator: ``psn.evaluate(localize(p))`` equals
-``psn.evaluate(p)`` on every non-auxiliary relation, for the reference programs of NDLOG.md
+``psn.evaluate(p)`` on every non-auxiliary relation, for the reference programs of the papers
 on seeded random graphs and for 240 seeded random (graph, program) pairs drawn from a small
 family of link-restricted rules over two and three locations.
 """
@@ -113,7 +113,7 @@ def test_three_location_corpus_case():
     assert psn.evaluate(localize.localize(case.program), case.facts) == case.expected
 
 
-# -- the reference programs of NDLOG.md -------------------------------------------------------
+# -- the reference programs (docs/language.md, section 10) ------------------------------------
 
 REFERENCE = ("reachable", "nigam_fig1", "shortest_path", "region")
 
@@ -165,7 +165,7 @@ def test_reference_programs_on_random_graphs(name):
 # predicate, {b} and {c} are body predicates drawn from link and the derived ones, so that
 # programs are recursive in many ways. All values are node names: every program terminates.
 TEMPLATES = (
-    "{h}(@S, D) :- link(@S, Z), {b}(@Z, D).",                        # RUNTIME.md §1
+    "{h}(@S, D) :- link(@S, Z), {b}(@Z, D).",                        # Nigam Sec. 2.1
     "{h}(@Z, D) :- link(@S, Z), {b}(@S, D).",                        # remote head, direct
     "{h}(@D, S) :- link(@S, Z), {b}(@Z, D).",                        # head at neither
     "{h}(@S, D) :- {b}(@Z, D), link(@Z, S).",                        # child names parent

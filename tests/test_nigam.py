@@ -1,4 +1,4 @@
-"""Nigam et al. 2012's worked examples on the PSN engine (issue 4 acceptance).
+"""Nigam et al. 2012's worked examples on the PSN engine.
 
 - Sec. 3.2 / Fig. 1: the two/three-hop program's multiset state, before (as printed in the
   paper) and after the updates <+link(d,f)>, <+link(a,f)>, <-link(a,b)> (counted by an

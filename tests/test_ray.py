@@ -90,7 +90,7 @@ def _insert(facts: dict) -> list:
 
 def _region_facts():
     topo = topologies.make("sensor-grid", sensors=20, size=50.0, radius=10.0, seeds=3)
-    facts = topo.facts()
+    facts = {p: ts for p, ts in topo.facts().items() if p in REGION.predicates}
     rng = random.Random(5)
     facts["isTriggered"] = [(x,) for x in range(topo.n) if rng.random() < 0.7]
     return facts
@@ -305,9 +305,16 @@ def test_worker_crashing_while_handling_a_batch(ray_pool):
     bursts = [_insert({"link": links}), [(-1, "link", cross[0]), (-1, "link", links[7])]]
     net = RayNetwork(REACH, annotation="derivation", pool=ray_pool, workers=2)
     net.apply(bursts[0]).run()
+    before = net.metrics
     ray.get(net.actors[0].set_hook.remote(_crash_after(1)))   # exits on its next batch
     net.apply(bursts[1]).run()
     assert net.recoveries == 1
+    after = net.metrics
+    assert after["recoveries"] == 1
+    # the counters carry what was counted before the loss, plus the replay: never less
+    for key in ("messages_sent", "bytes_sent", "worker_messages_sent", "updates_processed",
+                "batches_sent"):
+        assert after[key] > before[key], key
     _assert_same(net.relations(), _reference(REACH, net.base_facts()))
     assert net.multiset("reachable") == _in_memory(REACH, bursts, "derivation") \
         .multiset("reachable")

@@ -1,4 +1,4 @@
-"""Reorder property tests: PSN is correct under any delivery order (issue 4 acceptance).
+"""Reorder property tests: PSN is correct under any delivery order.
 
 Reference programs run on seeded random sparse graphs of 10-30 nodes, with an initial burst
 and interleaved insertion/deletion bursts (deletions of present links, new links,
@@ -67,7 +67,7 @@ SCHEDULES = sum(s * k for _, s, k in PLAN.values())
 
 
 def test_schedule_budget():
-    """The plan runs at least 2,000 seeded delivery schedules (issue 4)."""
+    """The plan runs at least 2,000 seeded delivery schedules."""
     assert SCHEDULES >= 2000
 
 

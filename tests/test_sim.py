@@ -1,5 +1,5 @@
 """Unit tests of the simulator's parts: virtual time, latency, delivery models, placement,
-traffic accounting, processing time, workload SPECs, metrics files (issue 6).
+traffic accounting, processing time, workload SPECs, metrics files.
 
 The transport is exercised on its own here with plain update tuples; the engine runs over it
 in ``tests/test_sim_e2e.py``.

@@ -1,18 +1,16 @@
-"""ACCEPTANCE (issue 6): the simulator on the paper's default workloads, end to end.
+"""ACCEPTANCE: the simulator on the paper's default workloads, end to end.
 
 - reachable and shortest path on the default 100-node GT-ITM topology (``ts100``), every link
-  inserted, then 20 links deleted one at a time, random delivery, with the best annotation
-  available: relations equal ``psn.evaluate`` after every step;
+  inserted, then 20 links deleted one at a time, random delivery, absorption provenance with
+  lazy MinShip: relations equal ``psn.evaluate`` after every step;
 - the region query on a 100-sensor grid: trigger half the sensors, then un-trigger them at
   random, checked the same way;
 - insertions only (fractions 0.25 .. 1.0 of the links, Liu Fig. 7) with set semantics,
   which is exact for insertions.
 
-Deletions on these sizes need absorption provenance (Liu Sec. 4, issue 5): derivation sets
-enumerate every cycle-free derivation and do not finish on a 100-node graph. Those tests
-are skipped, saying so, unless ``provenance.absorption`` exists and the engine takes a
-MinShip policy (``Network(..., ship=...)``; these runs ask for ``"lazy"``). Marked ``slow``;
-each is meant to stay well under two minutes on the 2-core machine.
+Deletions on these sizes need absorption provenance (Liu Sec. 4): derivation sets
+enumerate every cycle-free derivation and do not finish on a 100-node graph. Marked
+``slow``; each is meant to stay well under two minutes on the 2-core machine.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End-to-end tests of the simulator driving the real PSN engine (issue 6).
+"""End-to-end tests of the simulator driving the real PSN engine.
 
 After every step of a workload, the engine's relations must equal the centralized reference
 ``psn.evaluate`` on the current base facts (Nigam et al. Definition 1), whatever the delivery

@@ -85,7 +85,7 @@ def test_cli_reference_bad_input_is_a_clean_error(tmp_path, capsys):
 
 @pytest.mark.spark
 def test_run_check_spark_agrees_on_the_default_topology(spark, capsys):
-    """``psn run --check spark`` on GT-ITM's default 100-node topology (issue 8)."""
+    """``psn run --check spark`` on GT-ITM's default 100-node topology."""
     rc = main(["run", str(EXAMPLES / "reachable.ndl"), "--topology", "ts100",
                "--workload", "all", "--annotation", "set", "--check", "spark"])
     out = capsys.readouterr()

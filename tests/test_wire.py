@@ -1,4 +1,4 @@
-"""The msgpack wire format of updates (psn/wire.py) and bytes accounting of the transport."""
+"""The msgpack wire format of updates (engine/wire.py) and bytes accounting of the transport."""
 
 from __future__ import annotations
 

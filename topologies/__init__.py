@@ -1,4 +1,4 @@
-"""Network topologies for PSN's experiments (Liu et al. Sec. 7; EXPERIMENTS.md).
+"""Network topologies for PSN's experiments (Liu et al. Sec. 7; docs/topologies.md).
 
 Role: the :class:`Topology` value and everything that makes one: a port of GT-ITM's
 transit-stub generator (``gtitm``), GT-ITM's ``alt`` file format (``alt``), sensor grids for

@@ -1,7 +1,7 @@
 """GT-ITM's ``alt`` text format (written by its ``sgb2alt``): reader and writer.
 
 Role: load topologies produced by GT-ITM itself, unchanged, and write PSN's own transit-stub
-graphs in the same layout (EXPERIMENTS.md, "The alt format")::
+graphs in the same layout (docs/topologies.md, "The alt format")::
 
     GRAPH (#nodes #edges id uu vv ww xx yy zz):
     <n> <m> <id-string> <integer fields>

@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Iterable, Mapping
 
 from ndlog.errors import InputError
+from ndlog.text import count_noun
 
 __all__ = [
     "Node", "Link", "Topology", "DEFAULT_LATENCIES", "link_class",
@@ -44,7 +45,7 @@ def link_class(name_u: str, name_v: str) -> str:
     ----------
     name_u, name_v:
         Node names; GT-ITM's ``ts.c`` names transit nodes ``T:d.k`` and stub nodes
-        ``S:d.k/s.j`` (EXPERIMENTS.md, "GT-ITM transit-stub topologies").
+        ``S:d.k/s.j`` (docs/topologies.md, "GT-ITM transit-stub graphs").
 
     Returns
     -------
@@ -311,8 +312,7 @@ class Topology:
         """Message latency (ms) from ``u`` to ``v`` as the simulator charges it.
 
         The link's own latency when ``u`` and ``v`` are neighbours, the shortest-path latency
-        otherwise, 0 from a node to itself, ``inf`` between disconnected nodes (issue 6:
-        "message latency from the topology").
+        otherwise, 0 from a node to itself, ``inf`` between disconnected nodes.
         """
         if u == v:
             return 0
@@ -362,8 +362,8 @@ class Topology:
         """Base facts of this topology, ``predicate -> list of tuples``.
 
         A sensor grid (``kind == "sensor-grid"``) gives Liu et al.'s Query 3 inputs
-        (NDLOG.md): ``sensor(@X, Pos)`` with ``Pos = (x, y)`` in metres, ``nbr(@X, Y)`` in
-        both directions for sensors within ``radius`` metres, ``seed(@X, R)`` with the
+        (docs/language.md, section 10): ``sensor(@X, Pos)`` with ``Pos = (x, y)`` in
+        metres, ``nbr(@X, Y)`` in both directions for sensors within ``radius`` metres, ``seed(@X, R)`` with the
         region id ``R = X`` (the seed's own id, so that ``regionSize(@R, N)`` lives at the
         seed) and ``sink(@R, K)`` for every region ``R``, ``K`` the sink node that collects
         ``largestRegion``. Any other topology gives ``link`` facts (see :meth:`link_facts`);
@@ -398,10 +398,11 @@ class Topology:
         classes = ", ".join(f"{k} {v}" for k, v in self.class_counts().items())
         comps = len(self.components())
         conn = "connected" if comps <= 1 else f"{comps} components"
-        line = (f"{self.kind}: {self.n} nodes, {self.num_links} links"
+        line = (f"{self.kind}: {count_noun(self.n, 'node')}, "
+                f"{count_noun(self.num_links, 'link')}"
                 f"{' (' + classes + ')' if classes else ''}, {conn}")
         if self.kind == "sensor-grid":
-            line += (f"; radius {self.radius:g} m, {len(self.seeds)} seeds, "
+            line += (f"; radius {self.radius:g} m, {count_noun(len(self.seeds), 'seed')}, "
                      f"sink {self.sink}")
         return line
 

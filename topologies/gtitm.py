@@ -1,8 +1,8 @@
 """GT-ITM transit-stub topologies: a port of ``geog.c`` ``geo()`` and ``ts.c`` ``transtub()``.
 
 Role: generate transit-stub graphs the way GT-ITM's ``itm`` does (Zegura, Calvert,
-Bhattacharjee, "How to Model an Internetwork", INFOCOM 1996; EXPERIMENTS.md), from the same
-spec file, seeded with an explicit ``random.Random``. Liu et al. Sec. 7 use GT-ITM's own
+Bhattacharjee, "How to Model an Internetwork", INFOCOM 1996; docs/topologies.md), from the
+same spec file, seeded with an explicit ``random.Random``. Liu et al. Sec. 7 use GT-ITM's own
 ``ts100`` (1 transit domain of 4 nodes, 3 stubs per transit node, 8 nodes per stub: 100
 nodes); :data:`TS100` is that spec, and :func:`ts_variant` gives the dense and sparse
 variants at larger sizes.
@@ -163,7 +163,7 @@ def _spec_lines(text: str):
 
 
 def parse_spec(text: str, filename: str | None = None) -> TSParams:
-    """Parse an ``itm`` transit-stub spec (EXPERIMENTS.md layout).
+    """Parse an ``itm`` transit-stub spec (GT-ITM's layout, see docs/topologies.md).
 
     Parameters
     ----------
@@ -605,7 +605,7 @@ def generate_many(params: TSParams, count: int | None = None, seed: int | None =
 def ts_variant(nodes: int, density: str = "sparse") -> TSParams:
     """Transit-stub parameters for ``nodes`` nodes, ``"sparse"`` or ``"dense"``.
 
-    Scaling grows the number of transit nodes (EXPERIMENTS.md): every transit domain keeps
+    Scaling grows the number of transit nodes (as in Liu et al. Sec. 7): every transit domain keeps
     ``ts100``'s shape (4 transit nodes, 3 stubs of 8 nodes per transit node, 100 nodes per
     domain), and there are ``round(nodes / 100)`` domains (at least 1), so the node count is
     the nearest multiple of 100. The top level uses pure random edges with probability

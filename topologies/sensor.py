@@ -1,4 +1,4 @@
-"""Sensor grids for the region query (Liu et al. Sec. 7.1, workload 2; NDLOG.md Query 3).
+"""Sensor grids for the region query (Liu et al. Sec. 7.1, workload 2, and Query 3).
 
 Role: place ``N`` sensors on a ``W x W`` metre area (a regular grid by default, seeded
 uniform random placement as an option), link every pair within ``k`` metres (the ``nbr``

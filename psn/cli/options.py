@@ -76,6 +76,20 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                           "worker per node; on Ray, 2 actors)")
     settings.add_argument("--placement-map", default=None, metavar="FILE",
                           help="explicit placement: lines 'node worker'")
+    guards = p.add_argument_group("limits")
+    guards.add_argument("--max-memory", default=None, metavar="SIZE",
+                        help="stop the run past this resident memory: 4G, 512M, a fraction "
+                        "of this machine's memory (0.5), or off (default 0.75)")
+    guards.add_argument("--derivation-budget", type=int, default=None, metavar="N",
+                        help="--annotation derivation: derivations stored per fact "
+                        "(default 10,000)")
+    guards.add_argument("--derivation-total", type=int, default=None, metavar="N",
+                        help="--annotation derivation: derivations stored in all "
+                        "(default 1,000,000)")
+    guards.add_argument("--unsafe", action="store_true",
+                        help="run an annotation where it may give wrong answers (set "
+                        "semantics with deletions on a recursive program) instead of "
+                        "refusing; the output is marked unchecked")
     topo = p.add_argument_group("topology and workload")
     topo.add_argument("--topology", default=None, metavar="NAME|FILE",
                       help="ts100, gtitm, dense, sparse, sensor-grid, ring, line, grid, random, "
@@ -164,7 +178,13 @@ def run_options(args: argparse.Namespace, engine: str):
     placement = None
     if args.placement_map:
         placement = parse_placement(None, args.placement_map).mapping
+    memory = None
+    if args.max_memory is not None:
+        from engine.guards import parse_memory
+        memory = parse_memory(args.max_memory)
     return RunOptions.of(annotation=args.annotation, ship=args.ship, aggsel=args.aggsel,
                          delivery=args.delivery, seed=args.seed,
                          batch=None if args.pick is None else args.pick == "all",
-                         workers=n, placement=placement)
+                         workers=n, placement=placement, unsafe=args.unsafe or None,
+                         max_memory=memory, derivation_budget=args.derivation_budget,
+                         derivation_total=args.derivation_total)

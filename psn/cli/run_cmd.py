@@ -82,6 +82,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     facts = _read_facts(args, arities)
     bursts = _read_bursts(args, arities)
     wanted = _why_facts(args.why)
+    _refuse_inexact_deletions(args, program, options, bursts)
     with _engine_errors(engine):
         runner = make_runner(engine, program, options, args, topology)
         try:
@@ -168,6 +169,26 @@ def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
     return out
 
 
+def _refuse_inexact_deletions(args, program, options, bursts) -> None:
+    """Before anything runs: refuse a run that will delete facts when the annotation
+    cannot make deletions exact on this program (set semantics on recursion, ...)."""
+    from engine import prepare
+    from engine.guards import implicit_deletions
+    from engine.workloads import parse_workload
+    prepared = prepare(program)
+    resolved = options.resolve(prepared)
+    if resolved.deletion_problem is None:
+        return
+    if any(sign < 0 for _, burst in bursts for sign, _, _ in burst):
+        because = "a burst deletes facts"
+    elif args.workload and parse_workload(args.workload).deletes:
+        because = f"the workload {args.workload!r} deletes facts"
+    else:
+        because = implicit_deletions(program)
+    if because is not None:
+        resolved.check_deletions(prepared, because)
+
+
 def _check_why_supported(runner, wanted) -> None:
     if wanted and getattr(runner.net.scheme, "explain", None) is None:
         raise InputError(f"--why needs provenance: annotation "
@@ -206,7 +227,7 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     try:
         for label, burst, advance in plan_steps(args, runner, program, topology, facts,
                                                 bursts):
-            row = runner.step(label, burst, advance)
+            row = _guarded_step(runner, rows, label, burst, advance)
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
             if bar is not None:
@@ -222,6 +243,18 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     if args.metrics:
         runner.sim.write_metrics(args.metrics)
     return rows
+
+
+def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float) -> dict:
+    """One step; when a limit stops it (memory, derivation budget), the steps completed so
+    far are printed before the error propagates."""
+    from engine.guards import AnnotationBudgetError, MemoryLimitError
+    try:
+        return runner.step(label, burst, advance)
+    except (MemoryLimitError, AnnotationBudgetError):
+        print(f"-- stopped in step {len(rows)} ({label}); the steps before it:")
+        print_table(runner.describe(), rows)
+        raise
 
 
 def _checker(args, program):
@@ -299,8 +332,9 @@ def _summary(rows: list[dict]) -> dict:
     for k in ("messages_sent", "bytes_sent", "worker_messages_sent", "worker_bytes_sent",
               "updates_processed"):
         out[k] = sum(r[k] for r in rows)
-    if rows and "sim_time" in rows[0]:
-        out["sim_time"] = sum(r["sim_time"] for r in rows)
+    for k in ("sim_time", "recoveries"):
+        if rows and k in rows[0]:
+            out[k] = sum(r[k] for r in rows)
     return out
 
 
@@ -315,6 +349,9 @@ def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
     print(head + f", seed {d['seed']}")
     if "topology" in d:
         print(f"# {d['topology']}; {d['placement']}; processing {d['processing']}")
+    if d.get("unsafe"):
+        print("# --unsafe: this annotation may give wrong answers on this run; its results "
+              "are unchecked")
     if d["engine"] == "ray":
         print(f"# {d['workers']} Ray workers (Ray start-up {d['ray_startup_seconds']:.2f} s "
               f"and actors {d['actor_startup_seconds']:.2f} s, not in the wall times)")
@@ -343,7 +380,9 @@ def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
     print(f"-- {count_noun(summary['steps'], 'step')}: {sim_part}{summary['wall_time']:.2f} s "
           f"wall; {summary['worker_bytes_sent'] / 2**20:.3f} MB in "
           f"{count_noun(summary['worker_messages_sent'], 'message')} between workers; "
-          f"check: {verdict}")
+          + (f"{count_noun(summary['recoveries'], 'recovery', 'recoveries')} from lost "
+             f"workers; " if "recoveries" in summary else "")
+          + f"check: {verdict}")
 
 
 _FORMATS = {"wall_time": "{:.3f}", "sim_time": "{:.4f}", "provenance_per_tuple": "{:.1f}"}

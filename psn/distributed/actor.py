@@ -1,8 +1,8 @@
 """The Ray actor of one worker: a :class:`~psn.distributed.shard.Shard` behind Ray calls.
 
 Role: the process boundary. A :class:`ShardActor` is a *synchronous, single-threaded* Ray
-actor (so its calls never interleave, and one CUDD manager is only ever used by one thread,
-RUNTIME.md Sec. 7). It is created empty and configured by the driver with an *epoch*
+actor (so its calls never interleave, and one CUDD manager is only ever used by one thread:
+CUDD is not thread-safe). It is created empty and configured by the driver with an *epoch*
 (:meth:`ShardActor.configure`); every later call carries the epoch, and a call of an older
 epoch is ignored, so batches still in flight from before a rollback can never leak into the
 replayed run. Everything that carries updates is msgpack bytes (:mod:`engine.wire`): bursts

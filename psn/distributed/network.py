@@ -13,7 +13,7 @@ map). How a run goes:
 2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts;
    workers run the PSN loop and exchange batches (msgpack bytes, one Ray call per
    destination worker and per handled call, no FIFO assumption).
-3. **Termination** (Mattern's four-counter method; RUNTIME.md Sec. 7): the driver polls every
+3. **Termination** (Mattern's four-counter method): the driver polls every
    worker for its numbers of batches sent and received; the run has quiesced when the sums
    are equal *and* a second, later round returns the same sums. Counters only grow and a
    worker is single-threaded, so two equal rounds with sent == received mean no batch was
@@ -47,6 +47,7 @@ from engine.transport import TrafficMetrics
 from engine.wire import Codec
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.parser import parse
+from ndlog.text import count_noun
 
 from .actor import actor_class
 from .runtime import start_ray
@@ -194,7 +195,7 @@ class RayNetwork:
         self.on_node = on_node
         self._contexts = Contexts(self.resolved.scheme)
         self.injector = Injector(program, self.program, self.resolved.scheme,
-                                 self._contexts)
+                                 self._contexts, self.resolved)
         self._codec = Codec(self.resolved.scheme)
         self._own_pool = pool is None
         self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
@@ -209,6 +210,8 @@ class RayNetwork:
         self.pending: list[tuple] = []
         self.recoveries = 0
         self.max_recoveries = max_recoveries
+        self._carried: dict[str, int] = {}     # counters of epochs lost to failures
+        self._last: dict[str, int] = {}        # counters at the end of the last run
         self.polls = 0
         self.wall_seconds = 0.0
         self.last_run_seconds = 0.0
@@ -221,6 +224,11 @@ class RayNetwork:
             self.apply(initial)
 
     # -- bursts (the ledger) -------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (f"<RayNetwork: {count_noun(self.workers, 'worker')}, annotation "
+                f"{self.annotation}, epoch {self.epoch}, "
+                f"{count_noun(self.recoveries, 'recovery', 'recoveries')}>")
+
     def insert(self, pred: str, tup: tuple) -> "RayNetwork":
         """Inject an insertion of a base fact (sent on the next :meth:`run`)."""
         return self.apply([(1, pred, tup)])
@@ -286,6 +294,7 @@ class RayNetwork:
                 break
             except _WorkerLost:
                 self._recover()
+        self._last = self._counters(self.metrics)
         self.last_run_seconds = time.perf_counter() - t0
         self.wall_seconds += self.last_run_seconds
         return self
@@ -294,6 +303,9 @@ class RayNetwork:
         self.recoveries += 1
         if self.recoveries > self.max_recoveries:
             raise EvaluationError(f"Ray workers failed {self.recoveries} times; giving up")
+        # the new epoch's counters start at zero and count the replay: carry what the
+        # network had counted up to its last finished run
+        self._carried = dict(self._last)
         self._needs_replay = True
         deadline = time.monotonic() + 180
         for i in range(self.workers):
@@ -408,7 +420,11 @@ class RayNetwork:
         ``worker_messages_sent``, ``worker_bytes_sent``, ...) plus ``batches_sent`` (Ray
         calls between workers), ``recoveries``, ``epoch``, start-up seconds, and the
         ``nodes`` and ``workers`` breakdowns (``workers[i]``: traffic sent by worker ``i``).
-        After a recovery the counters describe the replayed run."""
+
+        After a recovery the totals of the counters (messages, bytes, updates, ...) are what
+        the network counted up to its last finished run plus everything the new epoch did
+        (the replay of the whole history included), so they never decrease; the ``nodes``
+        and ``workers`` breakdowns and ``state_tuples`` describe the current epoch."""
         reports = self._gather("report")
         totals: dict[str, Any] = {}
         nodes: dict = {}
@@ -428,6 +444,8 @@ class RayNetwork:
             workers[i] = row
             dropped += rep["dropped_deletions"]
         totals["batches_sent"] = sum(w["batches_sent"] for w in workers.values())
+        for k, v in self._carried.items():
+            totals[k] += v
         totals.update(polls=self.polls, wall_seconds=round(self.wall_seconds, 6),
                       dropped_deletions=dropped, nodes_count=len(nodes),
                       workers_count=self.workers, recoveries=self.recoveries,
@@ -437,6 +455,10 @@ class RayNetwork:
         totals["nodes"] = nodes
         totals["workers"] = workers
         return totals
+
+    @staticmethod
+    def _counters(metrics: dict) -> dict[str, int]:
+        return {k: metrics[k] for k in _COUNTERS}
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -454,6 +476,13 @@ class RayNetwork:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: Totals of :attr:`RayNetwork.metrics` that count work (carried across a recovery).
+_COUNTERS = ("messages_sent", "tuples_sent", "bytes_sent", "annotation_bytes",
+             "worker_messages_sent", "worker_bytes_sent", "local_tuples",
+             "updates_processed", "updates_received", "updates_fired", "derivations",
+             "steps", "batches_sent")
 
 
 def _placement(placement, workers: int) -> Placement:
