@@ -133,6 +133,7 @@ class Injector:
         self.ledger = Ledger(source, self.describe)
         self.arities = dict(source.arities())
         self.known = set(self.arities)
+        self._in_flight: dict = {}      # fact -> sign injected since the last quiescence
 
     def describe(self, pred: str, tup: tuple) -> str:
         """``link(@a, b)``: a fact as NDlog, with its location specifier."""
@@ -157,6 +158,38 @@ class Injector:
         if self.program.distributed and not tup:
             raise InputError(f"fact {pred}() has no location in a distributed program")
 
+    def quiescent(self) -> None:
+        """The network has quiesced: updates injected from now on cannot meet earlier ones
+        in flight."""
+        self._in_flight.clear()
+
+    def _check_unordered(self, burst) -> None:
+        """Refuse what a scheme without derivations cannot order: an insertion and a
+        deletion of one fact in flight together (either may arrive first; Nigam et al.
+        2012, Sec. 6), or an insertion of a fact that is already a base fact (the ledger
+        counts two insertions, the scheme one presence). Nothing is recorded on a refusal."""
+        if self.resolved is None or self.scheme.tracks_derivations or \
+                self.resolved.options.unsafe:
+            return
+        seen = dict(self._in_flight)
+        for sign, pred, tup in burst:
+            fact = (pred, tup)
+            if seen.get(fact, sign) != sign:
+                self._refuse(fact, "is inserted and deleted while neither has arrived, and "
+                             "set semantics cannot tell which came last")
+            if sign > 0 and self.ledger.live.get(fact) and fact not in seen:
+                self._refuse(fact, "is inserted while it is already a base fact, and set "
+                             "semantics cannot count two insertions")
+            seen[fact] = sign
+        self._in_flight.update(seen)
+
+    def _refuse(self, fact, why: str) -> None:
+        from .guards import UnsafeAnnotationError
+        raise UnsafeAnnotationError(
+            f"{self.describe(*fact)} {why}",
+            hint="use --annotation absorption, run the updates in separate bursts, or "
+            "--unsafe to run it unchecked")
+
     def updates(self, burst) -> dict:
         """``{node: [(sign, pred, tuple, annotation), ...]}`` for a burst of
         ``(sign, pred, tuple)`` items, in burst order per node."""
@@ -164,6 +197,7 @@ class Injector:
         location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
         if self.resolved is not None and any(sign < 0 for sign, _, _ in burst):
             self.resolved.check_deletions(self.program, "a burst deletes a fact")
+        self._check_unordered(burst)
         for sign, pred, tup in burst:
             self.check(pred, tup)
             for s, t, seq in self.ledger.update(sign, pred, tup):

@@ -246,6 +246,7 @@ class Network:
         self.ledger.check()
         t0 = time.perf_counter()
         self.host.run(max_polls, heartbeat, guard=self.guard.check)
+        self.injector.quiescent()
         dropped, problem = self.host.check_waiting(self._fmt)
         self.dropped_deletions += dropped
         self.wall_seconds += time.perf_counter() - t0

@@ -148,6 +148,7 @@ class RunOptions:
         if not scheme.tracks_derivations and not self.unsafe:
             from .guards import set_deletion_problem
             problem = set_deletion_problem(program.source)
+            _refuse_reordered_aggregates(scheme, program, self.delivery)
         return Resolved(self, scheme, _ship(self.ship, scheme),
                         _aggsel(self.aggsel, scheme, program), problem)
 
@@ -219,6 +220,22 @@ class Resolved:
         out = self.options.describe()
         out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel)
         return out
+
+
+def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
+    """An aggregate replaces its result with a deletion and an insertion; a scheme that does
+    not track derivations is exact only if they arrive in order (FIFO channels)."""
+    from .delivery import make_delivery
+    if not program.aggregates or make_delivery(delivery).fifo:
+        return
+    from .guards import UnsafeAnnotationError
+    rule = next(r for r in program.source.rules if r.is_aggregate)
+    raise UnsafeAnnotationError(
+        f"annotation '{scheme.name}' keeps no derivations, so the aggregate of rule "
+        f"{rule.name} (which replaces a result by deleting the old one) is exact only when "
+        f"channels are FIFO, not with delivery {delivery!r}",
+        rule.span, program.source.source,
+        hint="use --annotation absorption, --delivery fifo, or --unsafe to run it unchecked")
 
 
 def _budgeted(scheme, options: RunOptions):

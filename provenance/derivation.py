@@ -47,8 +47,8 @@ __all__ = ["DerivationScheme", "DEFAULT_MAX_PER_FACT", "DEFAULT_MAX_TOTAL"]
 #: Default budget of distinct derivations ``(S, H)`` stored for one fact.
 DEFAULT_MAX_PER_FACT = 10_000
 #: Default budget of distinct derivations stored over every fact one scheme object annotates
-#: (about 3 KB each on a grid of 8 nodes: some 3 GB).
-DEFAULT_MAX_TOTAL = 1_000_000
+#: (a few KB each: reachable on a 3x3 bidirectional grid reaches it at about 0.7 GB).
+DEFAULT_MAX_TOTAL = 200_000
 #: Stands for "no budget" (a plain comparison against it never fails).
 _UNLIMITED = 1 << 62
 _KEEP = object()

@@ -260,7 +260,7 @@ def test_with_budget_keeps_what_is_not_given():
     assert scheme.budget == (7, None)
     assert scheme.with_budget(max_total=9).budget == (7, 9)
     assert scheme.with_budget(max_per_fact=None).budget == (None, None)
-    assert get_scheme("derivation").budget == (10_000, 1_000_000)
+    assert get_scheme("derivation").budget == (10_000, 200_000)
 
 
 # -- memory ceiling ----------------------------------------------------------------------

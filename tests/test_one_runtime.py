@@ -168,7 +168,9 @@ def test_options_resolve_aggregate_selection_once():
     with pytest.raises(InputError, match="aggregate selection"):
         Network(shortest, annotation="derivation", aggsel="single")
     with pytest.raises(InputError, match="MinShip"):
-        Network(shortest, annotation="set", ship="eager")
+        Network(shortest, annotation="set", ship="eager", delivery="fifo")
+    with pytest.raises(InputError, match="exact only when channels are FIFO"):
+        Network(shortest, annotation="set")
     reach = psn.load(f"{EXAMPLES}/reachable.ndl")
     assert Network(reach).resolved.aggsel == "off"
 

@@ -85,7 +85,7 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                         "(default 10,000)")
     guards.add_argument("--derivation-total", type=int, default=None, metavar="N",
                         help="--annotation derivation: derivations stored in all "
-                        "(default 1,000,000)")
+                        "(default 200,000)")
     guards.add_argument("--unsafe", action="store_true",
                         help="run an annotation where it may give wrong answers (set "
                         "semantics with deletions on a recursive program) instead of "

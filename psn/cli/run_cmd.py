@@ -118,6 +118,10 @@ def _topology(args):
     seed = args.seed or 0
     if Path(name).exists():
         return topologies.load(name, **opts)
+    if Path(name).suffix.lower() in (".alt", ".json"):
+        raise InputError(f"topology file '{name}' does not exist",
+                         hint="give an existing .alt or .json file, or a generator name "
+                         "such as ts100")
     try:
         return topologies.make(name, seed=seed if args.topology_seed is None
                                else args.topology_seed, **opts)

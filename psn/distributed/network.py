@@ -294,6 +294,7 @@ class RayNetwork:
                 break
             except _WorkerLost:
                 self._recover()
+        self.injector.quiescent()
         self._last = self._counters(self.metrics)
         self.last_run_seconds = time.perf_counter() - t0
         self.wall_seconds += self.last_run_seconds
