@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 
 from ndlog.errors import InputError
+from ndlog.output import program_locations
 from ndlog.text import count_noun
 
 from .options import add_run_options, check_engine_options, engine_of, run_options
@@ -78,9 +79,9 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
         program = load(args.program)
     options = run_options(args, engine)
     topology = _topology(args)
-    arities = program.arities()
-    facts = _read_facts(args, arities)
-    bursts = _read_bursts(args, arities)
+    shapes = {"arities": program.arities(), "locations": program_locations(program)}
+    facts = _read_facts(args, shapes)
+    bursts = _read_bursts(args, shapes)
     wanted = _why_facts(args.why)
     _refuse_inexact_deletions(args, program, options, bursts)
     with _engine_errors(engine):
@@ -148,15 +149,17 @@ def _value(text: str):
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
-def _read_facts(args, arities) -> list:
+def _read_facts(args, shapes: dict) -> list:
+    """The ``--facts`` files, checked against the program's arities and locations."""
     from ndlog.output import read_facts_files
-    facts = read_facts_files(args.facts, arities=arities)
+    facts = read_facts_files(args.facts, **shapes)
     return [(1, p, t) for p, rows in facts.items() for t in rows]
 
 
-def _read_bursts(args, arities) -> list[tuple[str, list]]:
+def _read_bursts(args, shapes: dict) -> list[tuple[str, list]]:
+    """The ``--burst`` files, checked like the facts."""
     from engine.bursts import read_burst_file
-    return [(f"burst {path}", read_burst_file(path, arities=arities)) for path in args.burst]
+    return [(f"burst {path}", read_burst_file(path, **shapes)) for path in args.burst]
 
 
 def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
