@@ -1,9 +1,8 @@
 """MinShip: ship the first derivation of a tuple at once, buffer the alternatives.
 
-Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLazy) and
-RUNTIME.md Sec. 4, as a :class:`~engine.node.SendStage` of one node. For every
-destination ``d`` and every fact ``f`` the node has sent towards ``d``, the stage keeps a
-record ``[S, H]``:
+Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLazy), as a
+:class:`~engine.node.SendStage` of one node. For every destination ``d`` and every fact
+``f`` the node has sent towards ``d``, the stage keeps a record ``[S, H]``:
 
 ``S``
     the *shipped* provenance: the OR of everything sent for ``f`` to ``d``;
@@ -24,13 +23,13 @@ the buffer is never told (it was never shipped). To another node it is forwarded
 *node-wide* zeroing per destination and step (:data:`~engine.node.EVERY_FACT`, naming
 the dead variables of every ``S`` it concerns, after the step's alternatives), not as one
 deletion per fact: the receiver zeroes those variables in every fact that holds them (the
-scheme's ``zero_everywhere``; RUNTIME.md Sec. 3, "sets its variable to false everywhere it
-occurs"). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332 tuples and
-486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of the 20:
-1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver indexes
-which of its facts hold which variable when the first node-wide zeroing reaches it (49,310
-facts at 92 nodes, 65-85 ms, paid by the first deletion), so a run without deletions pays
-nothing.
+scheme's ``zero_everywhere``: deleting a base tuple sets its variable to false everywhere
+it occurs, Liu Sec. 4). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332
+tuples and 486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of
+the 20: 1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver
+indexes which of its facts hold which variable when the first node-wide zeroing reaches it
+(49,310 facts at 92 nodes, 65-85 ms, paid by the first deletion), so a run without
+deletions pays nothing.
 
 ``H`` may keep dead variables until something is shipped from it (then it is restricted
 first): being monotone, it absorbs a live derivation iff its live part does. Lazy shipping
@@ -78,6 +77,10 @@ Works with schemes that implement the shipping algebra of
 :func:`install` leaves other schemes alone (``set`` has no provenance to buffer,
 ``derivation`` must ship every occurrence).
 
+Reading (``psn run --why``, :mod:`engine.why`): :meth:`MinShip.unshipped_keys` and
+:meth:`MinShip.unshipped` list the derivations a node still buffers, without touching
+its records; :func:`stage_of` finds a node's stage.
+
 Deliberately not here: the fixpoint's own absorption (``provenance.absorption.pick``), the
 receiving side of aggregate selection (:mod:`engine.aggsel`), delivery and traffic
 accounting (``engine.transport``).
@@ -88,7 +91,8 @@ from __future__ import annotations
 from ndlog.errors import InputError
 from .node import EVERY_FACT
 
-__all__ = ["MinShip", "parse_ship", "install", "node_stages", "DEFAULT_WINDOW", "supports"]
+__all__ = ["MinShip", "parse_ship", "install", "node_stages", "stage_of", "DEFAULT_WINDOW",
+           "supports"]
 
 #: Default eager window: buffered alternatives per node between two flushes.
 DEFAULT_WINDOW = 100
@@ -388,6 +392,41 @@ class MinShip:
                     self.dirty[(dst, pred, tup)] = None
 
     # -- reading ---------------------------------------------------------------------------
+    def unshipped_keys(self) -> list[tuple]:
+        """``(destination, pred, tuple)`` of every record that may hold derivations not
+        shipped (its buffer is not known to be empty, or aggregate selection holds it);
+        :meth:`unshipped` tells which really do. Read-only."""
+        return [key for key, rec in self.records.items() if rec[1] is not rec[0]]
+
+    def unshipped(self, node, dst, pred: str, tup: tuple) -> list:
+        """The derivations of ``pred(tup)`` this node produced towards ``dst`` and has not
+        shipped there: the alternatives of ``H`` (live ones, in ``node``'s annotation
+        context) that the shipped ``S`` does not absorb; every alternative of a fact
+        aggregate selection holds back. Empty when nothing is buffered. Read-only: the
+        record is left as it is (``psn run --why`` ORs these into the receiver's
+        provenance, :mod:`engine.why`).
+
+        Parameters
+        ----------
+        node:
+            The :class:`~engine.node.Node` this stage sends for (its scheme and context).
+        dst, pred, tup:
+            The record's destination node and fact.
+        """
+        rec = self.records.get((dst, pred, tup))
+        if rec is None or rec[1] is rec[0]:
+            return []
+        scheme, ctx = node.scheme, node.ctx
+        have = scheme.ship_restrict(ctx, rec[1])
+        if have is None:
+            return []
+        split = getattr(scheme, "ship_alternatives", None)
+        alts = split(ctx, have) if split is not None else [scheme.ship_value(ctx, have)]
+        shipped = None if rec[0] is None else scheme.ship_restrict(ctx, rec[0])
+        if shipped is None:
+            return alts
+        return [a for a in alts if not scheme.ship_absorbs(ctx, shipped, a)]
+
     def stats(self) -> dict[str, int]:
         return {k: getattr(self, k) for k in ("shipped_insertions", "buffered", "absorbed",
                                               "deletions_sent", "deletions_dropped", "held")}
@@ -404,14 +443,14 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
     scheme:
         The annotation scheme object.
     ship:
-        ``eager[:W]``, ``lazy``, ``off``, or None for the scheme's ``default_ship``
-        (``lazy`` for the registered ``absorption`` scheme, none otherwise).
+        ``(mode, window)`` as :func:`parse_ship` gives it, its text (``eager[:W]``,
+        ``lazy``, ``off``), or None: off. The scheme's ``default_ship`` (``lazy`` for the
+        registered ``absorption``) is the caller's to apply (:class:`engine.options.
+        RunOptions` resolves it), so that an explicit ``off`` stays off.
     aggsel:
         ``multi``, ``single``, ``off`` or None (off).
     """
     from .aggsel import install as install_aggsel, selectors as make_selectors
-    if ship is None:
-        ship = getattr(scheme, "default_ship", None)
     parsed = parse_ship(ship) if not isinstance(ship, tuple) else ship
     receive, send = make_selectors(program, aggsel or "off")
     if parsed is None or not supports(scheme):
@@ -424,6 +463,12 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
         if parsed is not None:
             install(node, parsed[0], parsed[1], send)
     return on_node
+
+
+def stage_of(node) -> MinShip | None:
+    """The :class:`MinShip` stage among ``node.send_stages`` (:func:`install` appends at
+    most one), or None."""
+    return next((s for s in node.send_stages if isinstance(s, MinShip)), None)
 
 
 def install(node, mode: str, window: int | None = None, selectors: dict | None = None):

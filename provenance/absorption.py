@@ -695,11 +695,35 @@ class AbsorptionScheme(AnnotationScheme):
         return format_fact(pred, tup, loc(pred) if loc else None)
 
     def explain(self, ctx, stored, loc: Callable[[str], int | None] | None = None) -> str:
-        """The minimal sum-of-products of a stored provenance over base tuples, e.g.
-        ``link(@a,b) ∧ link(@b,c) ∨ link(@a,c)`` (``psn run --why``); ``false`` if absent."""
+        """The minimal sum-of-products of a provenance over base tuples, e.g.
+        ``link(@a,b) ∧ link(@b,c) ∨ link(@a,c)``; ``false`` for None. What a node
+        stores may be partial under lazy MinShip; ``psn run --why`` prints a fact's
+        complete provenance with :meth:`explain_sets` (:mod:`engine.why`)."""
         if stored is None:
             return "false"
         return ctx.bdd.format(as_function(ctx.bdd, stored), lambda v: self.describe(v, loc))
+
+    def ship_alternatives(self, ctx, have) -> list:
+        """The alternatives of a MinShip record's ``H`` (an :class:`Alternatives` buffer
+        or one provenance) as a list of provenances, each a :data:`Cube` or a BDD, for
+        reading what is buffered (:meth:`engine.minship.MinShip.unshipped`)."""
+        return list(have.fs) if type(have) is Alternatives else [have]
+
+    def explain_sets(self, sets: Iterable[frozenset],
+                     loc: Callable[[str], int | None] | None = None) -> str:
+        """:meth:`explain` for a provenance given by its minimal variable sets (as
+        :meth:`minimal_sets` gives them; ``psn run --why`` computes a fact's complete
+        provenance so, :mod:`engine.why`): shorter products first, then by their
+        variables, each product's base tuples in insertion order, so that one formula
+        prints one way whatever the manager's variable order; ``false`` without a set,
+        ``true`` for the empty one."""
+        products = sorted((sorted(s, key=_var_key) for s in sets),
+                          key=lambda p: (len(p), [_var_key(v) for v in p]))
+        if not products:
+            return "false"
+        if not products[0]:
+            return "true"
+        return " ∨ ".join(" ∧ ".join(self.describe(v, loc) for v in p) for p in products)
 
     def minimal_sets(self, ctx, stored) -> list[frozenset]:
         """The minimal satisfying variable sets of a stored provenance (PosBool)."""
@@ -748,6 +772,12 @@ def _cube_of(bdd: BDDContext, a) -> tuple | frozenset | None:
 
 def _name_key(v):
     return (0, v, "") if isinstance(v, int) else (1, 0, v)
+
+
+def _var_key(name: str) -> tuple:
+    """Variables in insertion order (``x<i>`` by ``i``), other names after, by name."""
+    i = insertion_id(name)
+    return (0, i, "") if i is not None else (1, 0, name)
 
 
 def _registered() -> AbsorptionScheme:

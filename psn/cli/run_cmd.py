@@ -90,7 +90,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
             _check_why_supported(runner, wanted)
             rows = _run_steps(args, runner, program, topology, facts, bursts)
             return Outcome(runner.describe(), rows, runner.relations(), runner.base_facts(),
-                           runner.metrics(), [(text, runner.why(pred, tup))
+                           runner.metrics(), [(text, _why(runner, pred, tup))
                                               for text, pred, tup in wanted])
         finally:
             runner.close()
@@ -194,6 +194,15 @@ def _refuse_inexact_deletions(args, program, options, bursts) -> None:
         because = implicit_deletions(program)
     if because is not None:
         resolved.check_deletions(prepared, because)
+
+
+def _why(runner, pred: str, tup: tuple) -> str | None:
+    """The formula of ``--why``, or ``None`` for a fact that is not derived."""
+    from engine.why import NotDerived
+    try:
+        return runner.why(pred, tup)
+    except NotDerived:
+        return None
 
 
 def _check_why_supported(runner, wanted) -> None:
@@ -313,7 +322,7 @@ def report(args, outcome: Outcome) -> int:
         print_table(outcome.run, rows, summary)
         _print_relations(relations, explicit=bool(args.relation))
         for text, formula in outcome.why:
-            print(f"{text} = {formula}")
+            print(f"{text}: not derived" if formula is None else f"{text} = {formula}")
     for i, r in failed:
         print(f"check failed after step {i} ({r['label']}):", file=sys.stderr)
         for rel, sign, tup in r["diff"]:

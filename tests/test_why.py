@@ -1,0 +1,270 @@
+"""``--why``: the complete provenance of a fact under every MinShip mode (engine.why).
+
+* Liu et al. (ICDE 2009) Fig. 2 and the three-link example ``a->b->c``, ``a->c``: the
+  formula is the same with lazy, eager and no MinShip, though lazy shipping stores only one
+  derivation at the receiver;
+* an alternative buffered at a node that itself derived the fact from a partial one (the
+  recursion through the derivation structure);
+* seeded random graphs with insertions and deletions, several delivery orders, one shared
+  annotation context or one per worker: every derived tuple's formula under lazy (and
+  eager) MinShip equals the one computed with MinShip off, as minimal sets of base
+  variables; a program with assignments, comparisons, constants and repeated variables;
+* a ladder with 64 paths, and the limit on the size of what is computed;
+* asking does not change the network;
+* errors: no provenance, unknown predicate, wrong arity, a fact that is not derived;
+  printing the constants.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import psn
+from engine import Network
+from engine.minship import stage_of
+from engine.why import NotDerived, TooLarge, why, why_sets
+from graphs import random_links
+from ndlog.errors import InputError
+from provenance.bdd import insertion_id
+
+REACH = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
+MODES = ("lazy", "eager", "off")
+
+#: Hop-bounded reachability: assignments, a comparison, a constant in a body atom and a
+#: repeated variable, with alternative derivations for MinShip to buffer.
+HOPS = psn.parse("""
+h1 hop(@S, D, H) :- link(@S, D), H := 1.
+h2 hop(@S, D, H) :- link(@S, Z), hop(@Z, D, H1), H := H1 + 1, H < 4.
+h3 two(@S, D) :- hop(@S, D, 2).
+h4 loop(@S, H) :- hop(@S, S, H).
+""")
+
+
+def _products(text: str) -> set[frozenset[str]]:
+    """The products of a printed sum of products, order-insensitive."""
+    return {frozenset(p.split(" ∧ ")) for p in text.split(" ∨ ")}
+
+
+def _sets(net: Network, pred: str, tup: tuple) -> frozenset:
+    """The complete provenance of a fact as its minimal sets of base variables."""
+    return why_sets(net, pred, tup)
+
+
+def _stored_sets(net: Network, pred: str, tup: tuple) -> frozenset:
+    nid = net.program.location(pred, tup)
+    ctx = net.context_of(nid)
+    return frozenset(net.scheme.minimal_sets(ctx, net.node_state(nid)[pred][tup]))
+
+
+# -- fixed examples ------------------------------------------------------------------------
+@pytest.mark.parametrize("ship", MODES)
+@pytest.mark.parametrize("delivery,seed", [("fifo", 0), ("random", 1), ("random", 2),
+                                           ("adversarial", 0)])
+def test_three_links_print_both_derivations(ship, delivery, seed):
+    net = Network(REACH, {"link": [("a", "b"), ("b", "c"), ("a", "c")]},
+                  annotation="absorption", ship=ship, delivery=delivery, seed=seed).run()
+    assert why(net, "reachable", ("a", "c")) == "link(@a,c) ∨ link(@a,b) ∧ link(@b,c)"
+    if ship == "lazy":          # the receiver holds one derivation; the other is buffered
+        assert len(_stored_sets(net, "reachable", ("a", "c"))) == 1
+
+
+FIG2 = [("A", "B"), ("B", "C"), ("C", "A"), ("C", "B")]        # p1..p4
+P = {i + 1: f'link(@"{a}","{b}")' for i, (a, b) in enumerate(FIG2)}
+STEP4 = {                                                       # Fig. 2, derivation step 4
+    ("A", "A"): [{1, 2, 3}], ("A", "B"): [{1}], ("A", "C"): [{1, 2}],
+    ("B", "A"): [{2, 3}], ("B", "B"): [{2, 4}, {1, 2, 3}], ("B", "C"): [{2}],
+    ("C", "A"): [{3}], ("C", "B"): [{4}, {1, 3}], ("C", "C"): [{2, 4}, {1, 2, 3}],
+}
+
+
+@pytest.mark.parametrize("ship", MODES)
+@pytest.mark.parametrize("seed", range(3))
+def test_liu_fig2_formulas_before_and_after_deleting_link_c_b(ship, seed):
+    net = Network(REACH, {"link": FIG2}, annotation="absorption", ship=ship,
+                  delivery="random", seed=seed).run()
+    for t, sop in STEP4.items():
+        assert _products(why(net, "reachable", t)) == \
+            {frozenset(P[i] for i in s) for s in sop}, t
+    assert why(net, "reachable", ("C", "B")) == \
+        'link(@"C","B") ∨ link(@"A","B") ∧ link(@"C","A")'
+    net.delete("link", ("C", "B")).run()
+    for t, sop in STEP4.items():
+        assert _products(why(net, "reachable", t)) == \
+            {frozenset(P[i] for i in s) for s in sop if 4 not in s}, t
+
+
+def test_a_buffered_alternative_may_itself_be_partial():
+    """a->b->c and a->d->c, x->a: node a keeps one derivation of reachable(a,c) buffered,
+    so node x never derives reachable(x,c) through it, and no node buffers that
+    derivation of reachable(x,c): it is found through the derivations of the fact."""
+    links = [("a", "b"), ("b", "c"), ("a", "d"), ("d", "c"), ("x", "a")]
+    want = {frozenset({"link(@x,a)", "link(@a,b)", "link(@b,c)"}),
+            frozenset({"link(@x,a)", "link(@a,d)", "link(@d,c)"})}
+    for seed in range(4):
+        net = Network(REACH, {"link": links}, annotation="absorption", ship="lazy",
+                      delivery="random", seed=seed).run()
+        assert len(_stored_sets(net, "reachable", ("x", "c"))) == 1
+        assert _products(why(net, "reachable", ("x", "c"))) == want
+
+
+def test_asking_changes_nothing():
+    rng = random.Random(7)
+    links = [(a, b) for a, b, _ in random_links(8, 16, rng)]
+    net = Network(REACH, {"link": links}, annotation="absorption", ship="lazy",
+                  delivery="random", seed=7).run()
+    before = ({nid: net.node_state(nid) for nid in net.nodes},
+              {nid: {k: list(r) for k, r in stage_of(n).records.items()}
+               for nid, n in net.nodes.items()}, net.metrics["tuples_sent"])
+    for t in sorted(net.relations()["reachable"]):
+        why(net, "reachable", t)
+    after = ({nid: net.node_state(nid) for nid in net.nodes},
+             {nid: {k: list(r) for k, r in stage_of(n).records.items()}
+              for nid, n in net.nodes.items()}, net.metrics["tuples_sent"])
+    assert after == before
+
+
+# -- against MinShip off on random graphs --------------------------------------------------
+def _run(program, ship: str, links: list, bursts: list, delivery: str, seed: int,
+         contexts: str) -> Network:
+    net = Network(program, {"link": links}, annotation="absorption", ship=ship,
+                  delivery=delivery, seed=seed, contexts=contexts).run()
+    for burst in bursts:
+        net.apply(burst).run()
+    return net
+
+
+def _bursts(rng: random.Random, links: list) -> list:
+    """A deletion of a link; then a deletion, a fresh link and a re-insertion in one
+    burst."""
+    gone = rng.choice(links)
+    live = [t for t in links if t != gone]
+    names = sorted({x for t in links for x in t})
+    fresh = next(((a, b) for a in names for b in names
+                  if a != b and (a, b) not in links), None)
+    second = [(-1, "link", rng.choice(live)), (1, "link", gone)]
+    if fresh is not None:
+        second.append((1, "link", fresh))
+    return [[(-1, "link", gone)], second]
+
+
+CASES = [(seed, delivery, contexts) for seed in range(6)
+         for delivery, contexts in (("random", "process"), ("fifo", "worker"),
+                                    ("adversarial", "process"))]
+
+
+def _compare(program, preds: tuple, seed: int, delivery: str, contexts: str,
+             ships=("lazy", "eager")) -> int:
+    """Run ``program`` on a seeded random graph with MinShip off and under ``ships``,
+    check every derived fact of ``preds`` (same relations, same complete provenance,
+    same printed formula) and return how many facts lazy MinShip stored partially."""
+    rng = random.Random(seed)
+    n = rng.randint(5, 8)
+    links = [(a, b) for a, b, _ in random_links(n, rng.randint(n + 2, 2 * n + 2), rng)]
+    bursts = _bursts(rng, links)
+    nets = {ship: _run(program, ship, links, bursts, delivery, seed, contexts)
+            for ship in ("off", *ships)}
+    rels = nets["off"].relations()
+    assert rels[preds[0]] and all(net.relations() == rels for net in nets.values())
+    partial = 0
+    for pred in preds:
+        for t in sorted(rels[pred]):
+            want = _sets(nets["off"], pred, t)
+            assert want == _stored_sets(nets["off"], pred, t)
+            for ship in ships:
+                assert _sets(nets[ship], pred, t) == want, (ship, pred, t)
+                assert why(nets[ship], pred, t) == why(nets["off"], pred, t)
+            partial += _stored_sets(nets["lazy"], pred, t) != want
+    return partial
+
+
+@pytest.mark.parametrize("seed,delivery,contexts", CASES)
+def test_lazy_and_eager_equal_off_on_random_graphs(seed, delivery, contexts):
+    _compare(REACH, ("reachable",), seed, delivery, contexts)
+
+
+def test_the_random_cases_meet_partial_stored_provenance():
+    """The comparisons are not vacuous: lazy MinShip leaves partial provenance at the
+    receivers (so the buffered derivations, and derivations through them, count)."""
+    assert sum(_compare(REACH, ("reachable",), seed, "random", "process", ("lazy",))
+               for seed in range(3)) > 0
+    assert sum(_compare(HOPS, ("hop", "two", "loop"), seed, "random", "process",
+                        ("lazy",)) for seed in range(3)) > 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rules_with_assignments_constants_and_repeats(seed):
+    _compare(HOPS, ("hop", "two", "loop"), 100 + seed, "random", "process", ("lazy",))
+
+
+# -- errors --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small():
+    return Network(REACH, {"link": [("a", "b"), ("b", "c")]}, annotation="absorption",
+                   delivery="fifo").run()
+
+
+def test_a_fact_that_is_not_derived(small):
+    for tup in (("c", "a"), ("zz", "a")):          # at a node, and where there is none
+        with pytest.raises(NotDerived) as info:
+            why(small, "reachable", tup)
+        assert isinstance(info.value, InputError)
+        assert info.value.message == f"reachable(@{tup[0]}, {tup[1]}): not derived"
+        assert info.value.fact == f"reachable(@{tup[0]}, {tup[1]})"
+
+
+def test_unknown_predicate_and_wrong_arity(small):
+    with pytest.raises(InputError, match=r"reachble\(a, b\): unknown predicate 'reachble' "
+                       r"\(known: link/2, reachable/2\)"):
+        why(small, "reachble", ("a", "b"))
+    with pytest.raises(InputError) as info:
+        why(small, "reachable", ("a", "b", "c"))
+    assert not isinstance(info.value, NotDerived)
+    assert "reachable(@a, b, c)" in info.value.message
+    assert "'reachable' has arity 2" in info.value.message
+
+
+def test_a_scheme_without_provenance():
+    net = Network(REACH, {"link": [("a", "b")]}, annotation="set").run()
+    with pytest.raises(InputError, match="needs provenance"):
+        why(net, "reachable", ("a", "b"))
+
+
+def test_lists_are_frozen_and_base_facts_explained(small):
+    assert why(small, "link", ["a", "b"]) == "link(@a,b)"
+    assert why(small, "reachable", ["a", "c"]) == "link(@a,b) ∧ link(@b,c)"
+
+
+def _ladder(k: int) -> list:
+    """Stages s0..sk, two routes from each stage to the next: 2**k paths s0 -> sk."""
+    links = []
+    for i in range(k):
+        for via in (f"a{i}", f"b{i}"):
+            links += [(f"s{i}", via), (via, f"s{i + 1}")]
+    return links
+
+
+def test_every_path_of_a_ladder_and_a_limit():
+    nets = {ship: Network(REACH, {"link": _ladder(6)}, annotation="absorption", ship=ship,
+                          delivery="random", seed=5).run() for ship in ("lazy", "off")}
+    sets = why_sets(nets["lazy"], "reachable", ("s0", "s6"))
+    assert len(sets) == 64 and all(len(p) == 12 for p in sets)
+    assert sets == why_sets(nets["off"], "reachable", ("s0", "s6"))
+    assert len(_stored_sets(nets["lazy"], "reachable", ("s0", "s6"))) < 64
+    with pytest.raises(TooLarge, match=r"reachable\(@s\d, s6\) alone has more than 20 "
+                       r"derivations") as info:
+        why(nets["lazy"], "reachable", ("s0", "s6"), max_products=20)
+    assert isinstance(info.value, InputError) and info.value.hint
+
+
+def test_explain_sets_prints_shorter_products_first_and_the_constants(small):
+    scheme = small.scheme
+    loc = small.program.loc.get
+    (path,) = why_sets(small, "reachable", ("a", "c"))
+    x1, x2 = sorted(path, key=insertion_id)                  # link(a,b), link(b,c)
+    assert scheme.explain_sets([frozenset({x2, x1}), frozenset({x2})], loc) == \
+        "link(@b,c) ∨ link(@a,b) ∧ link(@b,c)"
+    assert scheme.explain_sets([], loc) == "false"
+    assert scheme.explain_sets([frozenset()], loc) == "true"
