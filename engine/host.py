@@ -14,7 +14,7 @@ messages for its own nodes and batches the rest for other workers.
 :meth:`Host.report` is the one assembly of engine and traffic counters (per node and in
 total) that every engine reports from.
 
-Deliberately not here: the base-fact ledger and bursts (:mod:`engine.network`), delivery
+Deliberately not here: the base-fact ledger and bursts (:mod:`engine.ledger`), delivery
 order, latencies and wire bytes (the transports), annotation semantics (``provenance``),
 termination detection across processes (the Ray driver).
 """

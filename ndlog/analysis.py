@@ -237,8 +237,8 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     Returns
     -------
     dict
-        predicate -> :class:`AggSelSpec`. Shortest path (Liu et al. 2009, Query 2) yields ``path`` grouped
-        by ``(S, D)`` with ``min`` on ``C`` and on ``L``.
+        predicate -> :class:`AggSelSpec`. Shortest path (Liu et al. 2009, Query 2) yields
+        ``path`` grouped by ``(S, D)`` with ``min`` on ``C`` and on ``L``.
     """
     edges = _edges(program)
     heads = rules_by_head(program)

@@ -44,8 +44,8 @@ def _wrap(term: A.Term, need: int) -> str:
 def format_term(term: A.Term) -> str:
     """NDlog text of a term (variable, constant, list, expression, builtin call, aggregate).
 
-    Binary operators are left-associative (docs/language.md, section 3), so a right operand of equal
-    strength is parenthesized: ``X - (Y - Z)``, while ``X - Y - Z`` needs none.
+    Binary operators are left-associative (docs/language.md, section 3), so a right operand
+    of equal strength is parenthesized: ``X - (Y - Z)``, while ``X - Y - Z`` needs none.
     """
     if isinstance(term, A.Var):
         return term.name

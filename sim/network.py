@@ -8,10 +8,10 @@ the simulator. It implements the Transport protocol (``connect``, ``send``, ``po
   own latency between neighbours, the shortest-path latency otherwise;
   :meth:`topologies.graph.Topology.latency`) plus what the delivery model adds
   (:mod:`sim.delivery`: FIFO per channel, random jitter that reorders, adversarial);
-- nodes live on workers (:class:`engine.placement.Placement`); a worker processes the nodes that received
-  updates one after the other, each for the processing-time model's cost of the updates it
-  received, and a worker busy until ``b`` takes new deliveries only at ``b``; the messages a
-  node sends while processing leave when its batch is done;
+- nodes live on workers (:class:`engine.placement.Placement`); a worker processes the nodes
+  that received updates one after the other, each for the processing-time model's cost of
+  the updates it received, and a worker busy until ``b`` takes new deliveries only at
+  ``b``; the messages a node sends while processing leave when its batch is done;
 - :meth:`poll` advances virtual time to the next arrival (running every event due at that
   instant, soft-state expiries included) and hands out what arrived;
 - traffic is counted as serialized on the wire (``engine.wire`` through the engine's codec):

@@ -1,7 +1,8 @@
 """The NDlog parser (ndlog.parser): AST shapes, literals, comments, declarations, positions.
 
-The reference programs of docs/language.md (section 10) are parsed and their shapes checked literal by literal;
-error positions are asserted as (line, column) and on the caret line of the rendering.
+The reference programs of docs/language.md (section 10) are parsed and their shapes checked
+literal by literal; error positions are asserted as (line, column) and on the caret line of
+the rendering.
 """
 
 from __future__ import annotations

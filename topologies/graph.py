@@ -363,11 +363,11 @@ class Topology:
 
         A sensor grid (``kind == "sensor-grid"``) gives Liu et al.'s Query 3 inputs
         (docs/language.md, section 10): ``sensor(@X, Pos)`` with ``Pos = (x, y)`` in
-        metres, ``nbr(@X, Y)`` in both directions for sensors within ``radius`` metres, ``seed(@X, R)`` with the
-        region id ``R = X`` (the seed's own id, so that ``regionSize(@R, N)`` lives at the
-        seed) and ``sink(@R, K)`` for every region ``R``, ``K`` the sink node that collects
-        ``largestRegion``. Any other topology gives ``link`` facts (see :meth:`link_facts`);
-        ``link_arity=None`` leaves them out.
+        metres, ``nbr(@X, Y)`` in both directions for sensors within ``radius`` metres,
+        ``seed(@X, R)`` with the region id ``R = X`` (the seed's own id, so that
+        ``regionSize(@R, N)`` lives at the seed) and ``sink(@R, K)`` for every region ``R``,
+        ``K`` the sink node that collects ``largestRegion``. Any other topology gives
+        ``link`` facts (see :meth:`link_facts`); ``link_arity=None`` leaves them out.
         """
         if self.kind == "sensor-grid":
             out = {
