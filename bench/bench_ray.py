@@ -94,7 +94,7 @@ def main(argv=None) -> int:
                  "python bench/bench_ray.py " + " ".join(argv or sys.argv[1:]))
 
     from engine import Network
-    from psn.distributed.shard import ShardMap
+    from engine.placement import Placement
     final = {"link": set(facts["link"]) - {t for b in bursts[1:] for _, _, t in b}}
     want = psn.evaluate(program, final)
     rows = []
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
                 best = (dt, res)
         return best
 
-    four = ShardMap(4)
+    four = Placement(4)
     dt, net = best_of(lambda: _run_local(program, bursts, annotation,
                                          {n: four(n) for n in range(topo.n)}, Network),
                       lambda n: n.wall_seconds)

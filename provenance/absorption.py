@@ -26,7 +26,7 @@ Role: Liu et al. (ICDE 2009), Sec. 4, as a strategy object for the PSN engine
   holding its variables, :meth:`AbsorptionScheme.zero_everywhere`). A tuple whose
   provenance becomes false is deleted. A deletion is never made to wait: if it
   overtakes the insertions it cancels, the node remembers the variables and restricts those
-  insertions when they come (RUNTIME.md Sec. 3: correct under any delivery order, where Liu
+  insertions when they come (correct under any delivery order, where Liu et al. 2009
   assumed FIFO channels);
 * on the wire an insertion's provenance is the BDD node list of
   :meth:`provenance.bdd.BDDContext.serialize` (``[names, nodes, root]``) and a zeroing is
@@ -49,16 +49,14 @@ comparison with such a BDD, minimal SOP. A join of cubes is the union of their i
 absorption between cubes a subset test, zeroing one a disjointness test; its wire form is
 the chain form :meth:`~provenance.bdd.BDDContext.serialize` gives the same conjunction
 (the same bytes), and a received chain of ``x``-variables is read back as a cube, in any
-manager. Reachable on the 1,000-node dense transit-stub topology, lazy, all links inserted
-(``bench/bench_sim.py``, 2026-11-26): no BDD is built at all; 501 s -> 170 s wall and
-6,500 -> 4,683 MiB peak, with the same traffic. Tuples, not frozensets: a frozenset of 8
-ints is 728 bytes, a tuple 104, and with frozensets that run passed 10 GiB and was stopped.
+manager. On reachable with lazy MinShip and insertions only, no BDD is built at all. Tuples,
+not frozensets: a frozenset of 8 ints is 728 bytes, a tuple 104.
 The values are opaque to the engine: combine them with the scheme's ``join`` and
 ``combine`` and read them with :meth:`AbsorptionScheme.function`,
 :meth:`~AbsorptionScheme.minimal_sets` or :meth:`~AbsorptionScheme.explain` (``&`` on two
 cubes is a ``TypeError``, not an AND).
 
-Aggregate results (RUNTIME.md Sec. 4, maintained by the engine's operator) get a fresh
+Aggregate results (maintained by the engine's aggregate operator) get a fresh
 variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
 same tuple carries that variable (the context pairs the calls), so facts derived from an
 aggregate result are zeroed with it.
@@ -72,19 +70,14 @@ restrict by zeroed variables, add to a buffer of alternatives and read its OR, m
 difference, one derivation of a provenance, the deletion annotation), so that the engine's
 stage never looks inside a BDD itself.
 
-Speed (each measured with ``python -m bench.bench_provenance`` on the 2-core machine of the
-issue notes): lazy MinShip ships conjunctions only, so the common cases are read in one pass
+Speed (``python -m bench.bench_provenance``; figures in ``bench/RESULTS.md``): lazy MinShip
+ships conjunctions only, so the common cases are read in one pass
 down the BDD (wire form, support, one derivation, a cube's monotone difference); zeroing is
 one ``Cudd_bddUnivAbstract`` call on a per-node cube of the zeroed variables
 (:meth:`AbsorptionContext.restrict`) instead of ``support`` plus ``let``; MinShip's buffers
 are :class:`Alternatives` lists. A single derivation is a :data:`Cube` (a BDD that is one
 is known by :meth:`~provenance.bdd.BDDContext.cube_ids`), so absorption between
-derivations, zeroing one and its wire form are set operations. Reachable
-on 100 nodes and 400 links, one worker per node: insertion 5.99 s -> 2.56 s -> 1.2-1.8 s,
-one link deletion median 461 ms -> 122 ms -> 52-71 ms (2026-11-25, and two sessions on
-2026-11-26, the last with the workers sharing one manager), then on a faster machine
-0.81-1.05 s and 29-38 ms with node-wide zeroings, and 0.48-0.54 s and 26-32 ms with
-:data:`Cube` values and the collector paused (``docs/provenance.md`` has the table).
+derivations, zeroing one and its wire form are set operations.
 
 Deliberately not here: MinShip and aggregate selection (engine send/pick stages), the
 manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
@@ -535,12 +528,11 @@ class AbsorptionScheme(AnnotationScheme):
         per destination and step instead of one deletion per fact): remember its
         variables as zeroed at this node and return the facts whose stored provenance
         may depend on them (the engine then picks the deletion ``ann`` for each fact it
-        holds). RUNTIME.md Sec. 3: deleting a base tuple sets its variable to false
-        everywhere it occurs.
+        holds). Deleting a base tuple sets its variable to false everywhere it occurs
+        (Liu et al. 2009, Sec. 4).
 
         ``facts()`` gives the node's ``(fact, stored provenance)`` pairs; the first call
-        indexes them (:attr:`AbsorptionContext.holders`; reachable, 100 nodes and 400
-        links: 49,310 facts at 92 nodes in 65-85 ms, all of them single derivations)."""
+        indexes them (:attr:`AbsorptionContext.holders`)."""
         names = self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
         holders = ctx.holders
@@ -783,17 +775,12 @@ def _var_key(name: str) -> tuple:
 def _registered() -> AbsorptionScheme:
     """The scheme ``get_scheme("absorption")`` returns: lazy MinShip by default (Liu Sec. 5)
     and a fixed variable order (lazy MinShip ships single derivations, conjunctions whose
-    order-independent wire form rebuilds fastest in managers that share one order: reachable,
-    100 nodes and 400 links, one worker per node, in-memory, 2026-11-25: 10.8 s without
-    reordering vs 36.8 s with it, 39,109 tuples either way; 2026-11-26, after the fast
-    paths and with MinShip's buffers kept as lists: 2.4 s without, 2.7 s with)."""
+    order-independent wire form rebuilds fastest in managers that share one order)."""
     return AbsorptionScheme(reorder=False, ship="lazy")
 
 
-# Registered by name (``provenance.get_scheme`` picks up ``SCHEME``). The colleague who wrote
-# this module held it back until MinShip existed: shipping every derivation grows
-# exponentially with the graph (reachable, random directed graphs with n nodes and 2n links,
-# every derivation shipped: n=25 16.9k tuples in 10.7 s; n=40 did not finish in 400 s).
-# The registered factory ships lazily (``engine.minship``); ``AbsorptionScheme()``
-# objects built directly still ship every derivation unless ``ship=`` is given.
+# Registered by name in ``provenance`` (``get_scheme("absorption")``). Shipping every
+# derivation grows exponentially with the graph, so the registered factory ships lazily
+# (``engine.minship``); ``AbsorptionScheme()`` objects built directly ship every
+# derivation unless ``ship=`` is given.
 SCHEME = _registered

@@ -7,7 +7,7 @@ Role: the building blocks the ``absorption`` annotation scheme is made of.
   *insertion*, named ``x<insertion id>`` with ids handed out monotonically by whoever
   injects the insertion (the driver). A re-inserted tuple gets a new variable, so a
   deletion (the variable set to false) is final and can never be undone by a late message:
-  this is what makes zeroing order-insensitive (RUNTIME.md Sec. 3). Every manager derives
+  this is what makes zeroing order-insensitive under any delivery order. Every manager derives
   the same name for the same insertion, so independent managers agree on names.
 * :class:`BDDContext`: one ``dd.cudd`` manager (one per process and thread: CUDD is not
   thread-safe), with AND, OR, the difference ``new & ~old``, ``is_false``, zeroing with
@@ -16,7 +16,7 @@ Role: the building blocks the ``absorption`` annotation scheme is made of.
 * :class:`ZeroSet`: the per-node set of variables seen zeroed; every incoming provenance is
   restricted by it, so that the result does not depend on delivery order.
 
-Manager policy (measured facts in RUNTIME.md Sec. 7):
+Manager policy:
 
 * ``initial_cache_size`` is lowered to 2**10: an empty manager costs ~0.1 MiB instead of
   ~8 MiB, which matters with one manager per worker and many workers per machine (the
@@ -27,10 +27,10 @@ Manager policy (measured facts in RUNTIME.md Sec. 7):
   managers share one relative order: rebuilding a received BDD then follows the sender's
   order, runs are reproducible, and no sifting pause hits the engine loop.
   ``BDDContext(reorder=True)`` turns CUDD's sifting on (new variables are then appended);
-  correctness never depends on the order (the wire form is order-independent). Measured
-  (``bench/bench_bdd.py`` and the issue 5 report): sifting shrinks large reachability
-  provenance a lot (largest BDD of a 16-node, 40-link graph: 15,096 nodes in insertion
-  order, 1,255 with sifting), so the ``absorption`` scheme turns it on for its managers.
+  correctness never depends on the order (the wire form is order-independent). Sifting
+  shrinks large reachability provenance (``bench/bench_bdd.py``), but the scheme registered
+  as ``absorption`` keeps it off: lazy MinShip ships single derivations, whose wire form
+  rebuilds fastest in managers that share one variable order.
 
 Wire form (msgpack-able, ints only apart from non-standard variable names)::
 
@@ -182,8 +182,8 @@ class ZeroSet:
 
     A deletion is final (a re-insertion is a new variable), so restricting every incoming
     provenance by every variable ever seen zeroed is sound, and it makes a node's state
-    independent of whether a deletion overtakes the insertions it cancels (RUNTIME.md Sec. 3;
-    Liu Sec. 4 assumed FIFO channels instead).
+    independent of whether a deletion overtakes the insertions it cancels (Liu et al. 2009,
+    Sec. 4, assumed FIFO channels instead).
     """
 
     __slots__ = ("_names",)
@@ -619,7 +619,7 @@ class BDDContext:
 
     def serialize(self, f: Function) -> list:
         """The order-independent wire form ``[names, nodes, root]`` of ``f`` (module
-        docstring); msgpack-able, no pickle (RUNTIME.md Sec. 7).
+        docstring); msgpack-able, no pickle (annotations cross processes only as msgpack).
 
         The walk reads CUDD's node pointers directly (``int(g)``: the low bit is the
         complement flag) and variable indexes, not names. Recent results are cached per
