@@ -14,10 +14,7 @@ insertion ever matches is an :class:`~ndlog.errors.InputError` naming the fact w
 :meth:`Network.run` starts, never a hang.
 
 The loop itself is the :class:`~engine.host.Host`'s, the same one the simulator and every
-Ray worker run; the settings are one :class:`~engine.options.RunOptions`, resolved once. A
-run that does not reach quiescence within its delivery bound (``max_polls``, or the options'
-``max_deliveries``, finite by default for a scheme that may not terminate) stops with
-:class:`NotConvergedError`.
+Ray worker run; the settings are one :class:`~engine.options.RunOptions`, resolved once.
 
 Deliberately not here: the PSN iteration itself (``node``), the hosting loop (``host``),
 join compilation (``compile``), delivery order and traffic accounting
@@ -41,35 +38,10 @@ from .node import Node
 from .options import CONTEXTS, RunOptions
 from .program import EngineProgram, prepare
 
-__all__ = ["Network", "NotConvergedError", "parse_update", "CONTEXT_POLICIES"]
+__all__ = ["Network", "parse_update", "CONTEXT_POLICIES"]
 
 #: Values of ``Network(contexts=)``.
 CONTEXT_POLICIES = CONTEXTS
-
-
-class NotConvergedError(EvaluationError):
-    """A run did not reach quiescence within its delivery bound.
-
-    For a scheme that may not terminate (``may_not_terminate``: derivation counts on a
-    cycle of derivations, Nigam et al. 2012, Sec. 5) the message says why, from the scheme's
-    ``unsafe_reason``. The network is left mid-run: its relations are not a result.
-
-    Attributes
-    ----------
-    deliveries:
-        The bound that was passed.
-    """
-
-    def __init__(self, deliveries: int, scheme):
-        self.deliveries = deliveries
-        done = f"did not converge after {count_noun(deliveries, 'delivery', 'deliveries')}"
-        reason = getattr(scheme, "unsafe_reason", None)
-        if getattr(scheme, "may_not_terminate", False) and reason:
-            super().__init__(f"{done}: annotation '{scheme.name}' {reason}",
-                             hint="derivation sets and absorption provenance terminate on "
-                             "cyclic derivations: use --annotation absorption")
-        else:
-            super().__init__(done)
 
 
 def parse_update(item) -> tuple[int, str, tuple]:
@@ -128,8 +100,7 @@ class Network:
         A :class:`~engine.options.RunOptions` (default: its defaults: absorption provenance
         with lazy MinShip, aggregate selection where it applies, random delivery, seed 0).
         The keyword arguments below override single fields.
-    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts, unsafe, max_memory,
-    max_deliveries:
+    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts, unsafe, max_memory:
         Fields of :class:`~engine.options.RunOptions`.
     placement:
         Node to worker: an :class:`engine.placement.Placement` or a ``node -> worker``
@@ -147,12 +118,11 @@ class Network:
                  batch: bool | None = None, placement=None, transport=None,
                  roundtrip: bool | None = None, on_node: Callable[[Node], None] | None = None,
                  ship=None, aggsel: str | None = None, contexts: str | None = None,
-                 unsafe: bool | None = None, max_memory: int | None = None,
-                 max_deliveries: int | None = None):
+                 unsafe: bool | None = None, max_memory: int | None = None):
         opts = RunOptions.of(options, annotation=annotation, delivery=delivery, seed=seed,
                              batch=batch, roundtrip=roundtrip, ship=ship, aggsel=aggsel,
                              contexts=contexts, placement=placement, unsafe=unsafe,
-                             max_memory=max_memory, max_deliveries=max_deliveries)
+                             max_memory=max_memory)
         if isinstance(program, str):
             program = parse(program)
         self.options = opts
@@ -242,20 +212,6 @@ class Network:
             self.transport.send(None, dst, ups)
         return self
 
-    def _bounded(self, bound: int | None, heartbeat: Callable | None) -> Callable | None:
-        """``heartbeat`` that first stops the run past ``bound`` deliveries (the host calls
-        it after every delivery with the count so far)."""
-        if bound is None:
-            return heartbeat
-        scheme = self.scheme
-
-        def beat(deliveries: int, in_flight: int) -> None:
-            if deliveries > bound:
-                raise NotConvergedError(bound, scheme)
-            if heartbeat is not None:
-                heartbeat(deliveries, in_flight)
-        return beat
-
     def _fmt(self, pred: str, tup: tuple) -> str:
         return self.injector.describe(pred, tup)
 
@@ -275,8 +231,7 @@ class Network:
         Parameters
         ----------
         max_polls:
-            Give up (:class:`NotConvergedError`) after this many deliveries; default: the
-            options' ``max_deliveries`` as resolved (unbounded for an exact scheme).
+            Give up (``EvaluationError``) after this many deliveries; default unbounded.
         heartbeat:
             Called as ``heartbeat(deliveries, in_flight)`` after every delivery (progress
             of a long run; the callback decides how often to show it).
@@ -285,13 +240,12 @@ class Network:
         ------
         InputError
             If a deletion of a base fact matches no insertion (names the fact).
-        NotConvergedError
-            If the bound's deliveries did not reach quiescence.
+        EvaluationError
+            If ``max_polls`` deliveries did not reach quiescence.
         """
         self.ledger.check()
         t0 = time.perf_counter()
-        bound = self.resolved.max_deliveries if max_polls is None else max_polls
-        self.host.run(None, self._bounded(bound, heartbeat), guard=self.guard.check)
+        self.host.run(max_polls, heartbeat, guard=self.guard.check)
         self.injector.quiescent()
         dropped, problem = self.host.check_waiting(self._fmt)
         self.dropped_deletions += dropped
