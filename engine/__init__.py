@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from .host import Host
 from .ledger import Injector, Ledger
-from .network import Network, parse_update
+from .network import Network, NotConvergedError, parse_update
 from .node import Node, PickStage, SendStage, format_fact
 from .options import RunOptions
 from .placement import Placement
 from .program import CENTRAL, EngineProgram, prepare, split_aggregates
 
-__all__ = ["Network", "Node", "Host", "Ledger", "Injector", "RunOptions", "Placement",
+__all__ = ["Network", "NotConvergedError", "Node", "Host", "Ledger", "Injector", "RunOptions", "Placement",
            "prepare", "split_aggregates", "EngineProgram", "CENTRAL", "PickStage",
            "SendStage", "parse_update", "format_fact"]

@@ -80,11 +80,16 @@ class Host:
     contexts:
         ``"process"``: one annotation context shared by every node here (one CUDD manager
         per process); ``"worker"``: one per worker of the transport's placement.
+    flush_period:
+        Flush every node's send stages each time this much of the transport's clock has
+        passed (eager MinShip on a timer, :class:`engine.minship.ShipMode`); ``None``:
+        only at the end of the stream.
     """
 
     def __init__(self, program: EngineProgram, scheme, transport, *, batch: bool = True,
                  stages: Callable[[Node], None] | None = None,
-                 on_node: Callable[[Node], None] | None = None, contexts: str = "process"):
+                 on_node: Callable[[Node], None] | None = None, contexts: str = "process",
+                 flush_period: float | None = None):
         self.program = program
         self.scheme = scheme
         self.transport = transport
@@ -96,6 +101,8 @@ class Host:
         self.codec = Codec(scheme)
         self.nodes: dict[Any, Node] = {}
         self.polls = 0
+        self.flush_period = flush_period
+        self._next_flush: float | None = None
         self._ready: dict[Any, None] = {}
         transport.connect(self.codec, self.context_of)
 
@@ -162,6 +169,8 @@ class Host:
                     guard()
                 for dst, ups in deliveries:
                     deliver(dst, ups)
+                if self.flush_period is not None:
+                    self._timer_flush()
             if ready:
                 self._step_ready(guard)
                 if max_polls is not None and polls > max_polls:
@@ -171,6 +180,15 @@ class Host:
                 continue
             if not flush or not self.flush():
                 return polls
+
+    def _timer_flush(self) -> None:
+        """Flush the send stages when the period has passed on the transport's clock."""
+        now = self.transport.clock.now()
+        if self._next_flush is None:
+            self._next_flush = now + self.flush_period
+        elif now >= self._next_flush:
+            self.flush()
+            self._next_flush = now + self.flush_period
 
     def _step_ready(self, guard) -> None:
         nodes, ready = self.nodes, self._ready

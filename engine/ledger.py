@@ -166,8 +166,9 @@ class Injector:
     def _check_unordered(self, burst) -> None:
         """Refuse what a scheme without derivations cannot order: an insertion and a
         deletion of one fact in flight together (either may arrive first; Nigam et al.
-        2012, Sec. 6), or an insertion of a fact that is already a base fact (the ledger
-        counts two insertions, the scheme one presence). Nothing is recorded on a refusal."""
+        2012, Sec. 6), or a deletion of a fact inserted more than once (the ledger keeps
+        the other insertion, the scheme only knows the fact is present, and would delete
+        it). Nothing is recorded on a refusal."""
         if self.resolved is None or self.scheme.tracks_derivations or \
                 self.resolved.options.unsafe:
             return
@@ -177,9 +178,9 @@ class Injector:
             if seen.get(fact, sign) != sign:
                 self._refuse(fact, "is inserted and deleted while neither has arrived, and "
                              "set semantics cannot tell which came last")
-            if sign > 0 and self.ledger.live.get(fact) and fact not in seen:
-                self._refuse(fact, "is inserted while it is already a base fact, and set "
-                             "semantics cannot count two insertions")
+            if sign < 0 and len(self.ledger.live.get(fact, ())) > 1:
+                self._refuse(fact, "is deleted once but was inserted more than once, and "
+                             "set semantics cannot count insertions")
             seen[fact] = sign
         self._in_flight.update(seen)
 

@@ -88,18 +88,49 @@ accounting (``engine.transport``).
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 from ndlog.errors import InputError
 from .node import EVERY_FACT
 
-__all__ = ["MinShip", "parse_ship", "install", "node_stages", "stage_of", "DEFAULT_WINDOW",
-           "supports"]
+__all__ = ["MinShip", "ShipMode", "parse_ship", "install", "node_stages", "stage_of",
+           "DEFAULT_WINDOW", "supports"]
 
 #: Default eager window: buffered alternatives per node between two flushes.
 DEFAULT_WINDOW = 100
 
 
-def parse_ship(text: str | None) -> tuple[str, int | None] | None:
-    """``"eager"``, ``"eager:W"``, ``"lazy"`` or ``"off"``/``None`` -> ``(mode, W)``.
+class ShipMode(NamedTuple):
+    """A MinShip mode as :func:`parse_ship` reads it.
+
+    Attributes
+    ----------
+    mode:
+        ``"eager"`` or ``"lazy"``.
+    window:
+        Eager by count: buffered alternatives per node between two flushes; ``None`` when
+        lazy, or when eager flushes on a timer only.
+    period:
+        Eager on a timer: the host flushes every node's buffers every ``period`` of the
+        transport's clock (virtual seconds in the simulator; in memory and on Ray the clock
+        is logical, one unit per delivery round), as Liu et al. 2009 (Sec. 7) flush once a
+        second. ``None`` otherwise.
+    """
+
+    mode: str
+    window: int | None = None
+    period: float | None = None
+
+    def __str__(self) -> str:
+        if self.period is not None:
+            return f"{self.mode}:{self.period:g}s"
+        return self.mode if self.window is None else f"{self.mode}:{self.window}"
+
+
+def parse_ship(text: "str | ShipMode | None") -> ShipMode | None:
+    """``"eager"``, ``"eager:W"`` (every ``W`` alternatives), ``"eager:T"`` with a time
+    unit (``1s``, ``500ms``: every ``T`` of the clock), ``"lazy"`` or ``"off"``/``None``.
 
     Raises
     ------
@@ -108,20 +139,32 @@ def parse_ship(text: str | None) -> tuple[str, int | None] | None:
     """
     if text is None or text == "off":
         return None
+    if isinstance(text, ShipMode):
+        return text
     mode, _, w = str(text).partition(":")
     if mode == "lazy" and not w:
-        return "lazy", None
+        return ShipMode("lazy")
     if mode == "eager":
         if not w:
-            return "eager", DEFAULT_WINDOW
-        try:
-            n = int(w)
-        except ValueError:
-            n = 0
-        if n >= 1:
-            return "eager", n
-    raise InputError(f"--ship must be 'eager', 'eager:W' (W >= 1), 'lazy' or 'off', "
-                     f"got {text!r}")
+            return ShipMode("eager", DEFAULT_WINDOW)
+        if w.strip().isdigit() and int(w) >= 1:
+            return ShipMode("eager", int(w))
+        period = _period(w)
+        if period is not None:
+            return ShipMode("eager", None, period)
+    raise InputError(f"--ship must be 'eager', 'eager:W' (W >= 1 alternatives), 'eager:T' "
+                     f"(a period such as 1s or 500ms), 'lazy' or 'off', got {text!r}")
+
+
+def _period(text: str) -> float | None:
+    from .delivery import parse_duration
+    if not text.strip() or text.strip()[-1].isdigit():
+        return None                # a bare number is a window, not a period
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
 
 
 def supports(scheme) -> bool:
@@ -140,7 +183,8 @@ class MinShip:
     mode:
         ``"eager"`` or ``"lazy"``.
     window:
-        Eager: buffered alternatives between flushes (``>= 1``); ignored when lazy.
+        Eager: buffered alternatives between flushes (``>= 1``; ``math.inf``: only the
+        host's timer and the end of the stream flush); ignored when lazy.
     selectors:
         ``predicate -> Selector`` for sending-side aggregate selection (may be empty).
 
@@ -443,15 +487,16 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
     scheme:
         The annotation scheme object.
     ship:
-        ``(mode, window)`` as :func:`parse_ship` gives it, its text (``eager[:W]``,
-        ``lazy``, ``off``), or None: off. The scheme's ``default_ship`` (``lazy`` for the
+        A :class:`ShipMode`, its text (``eager[:W]``, ``eager:1s``, ``lazy``, ``off``), or
+        None: off. On a timer (``period``) the stage never flushes by count; the host
+        flushes it (:class:`engine.host.Host` ``flush_period``). The scheme's ``default_ship`` (``lazy`` for the
         registered ``absorption``) is the caller's to apply (:class:`engine.options.
         RunOptions` resolves it), so that an explicit ``off`` stays off.
     aggsel:
         ``multi``, ``single``, ``off`` or None (off).
     """
     from .aggsel import install as install_aggsel, selectors as make_selectors
-    parsed = parse_ship(ship) if not isinstance(ship, tuple) else ship
+    parsed = parse_ship(ship)
     receive, send = make_selectors(program, aggsel or "off")
     if parsed is None or not supports(scheme):
         parsed, send = None, {}
@@ -461,7 +506,8 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
     def on_node(node) -> None:
         install_aggsel(node, receive)
         if parsed is not None:
-            install(node, parsed[0], parsed[1], send)
+            window = math.inf if parsed.period is not None else parsed.window
+            install(node, parsed.mode, window, send)
     return on_node
 
 

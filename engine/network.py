@@ -14,7 +14,9 @@ insertion ever matches is an :class:`~ndlog.errors.InputError` naming the fact w
 :meth:`Network.run` starts, never a hang.
 
 The loop itself is the :class:`~engine.host.Host`'s, the same one the simulator and every
-Ray worker run; the settings are one :class:`~engine.options.RunOptions`, resolved once.
+Ray worker run; the settings are one :class:`~engine.options.RunOptions`, resolved once. A
+run whose nodes send more updates than the options' ``max_updates`` allows (finite by
+default for a scheme that may not terminate) stops with :class:`NotConvergedError`.
 
 Deliberately not here: the PSN iteration itself (``node``), the hosting loop (``host``),
 join compilation (``compile``), delivery order and traffic accounting
@@ -38,10 +40,36 @@ from .node import Node
 from .options import CONTEXTS, RunOptions
 from .program import EngineProgram, prepare
 
-__all__ = ["Network", "parse_update", "CONTEXT_POLICIES"]
+__all__ = ["Network", "NotConvergedError", "parse_update", "CONTEXT_POLICIES"]
 
 #: Values of ``Network(contexts=)``.
 CONTEXT_POLICIES = CONTEXTS
+
+
+class NotConvergedError(EvaluationError):
+    """A run's nodes sent more updates than its bound (``RunOptions.max_updates``) without
+    reaching quiescence.
+
+    For a scheme that may not terminate (``may_not_terminate``: derivation counts on a
+    cycle of derivations, Nigam et al. 2012, Sec. 5) the message says why, from the scheme's
+    ``unsafe_reason``. The network is left mid-run: its relations are not a result.
+
+    Attributes
+    ----------
+    updates:
+        The bound that was passed.
+    """
+
+    def __init__(self, updates: int, scheme):
+        self.updates = updates
+        done = f"did not converge after {count_noun(updates, 'update')}"
+        reason = getattr(scheme, "unsafe_reason", None)
+        if getattr(scheme, "may_not_terminate", False) and reason:
+            super().__init__(f"{done}: annotation '{scheme.name}' {reason}",
+                             hint="derivation sets and absorption provenance terminate on "
+                             "cyclic derivations: use --annotation absorption")
+        else:
+            super().__init__(done)
 
 
 def parse_update(item) -> tuple[int, str, tuple]:
@@ -100,7 +128,8 @@ class Network:
         A :class:`~engine.options.RunOptions` (default: its defaults: absorption provenance
         with lazy MinShip, aggregate selection where it applies, random delivery, seed 0).
         The keyword arguments below override single fields.
-    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts, unsafe, max_memory:
+    annotation, delivery, seed, batch, roundtrip, ship, aggsel, contexts, unsafe, max_memory,
+    max_updates:
         Fields of :class:`~engine.options.RunOptions`.
     placement:
         Node to worker: an :class:`engine.placement.Placement` or a ``node -> worker``
@@ -118,11 +147,12 @@ class Network:
                  batch: bool | None = None, placement=None, transport=None,
                  roundtrip: bool | None = None, on_node: Callable[[Node], None] | None = None,
                  ship=None, aggsel: str | None = None, contexts: str | None = None,
-                 unsafe: bool | None = None, max_memory: int | None = None):
+                 unsafe: bool | None = None, max_memory: int | None = None,
+                 max_updates: int | None = None):
         opts = RunOptions.of(options, annotation=annotation, delivery=delivery, seed=seed,
                              batch=batch, roundtrip=roundtrip, ship=ship, aggsel=aggsel,
                              contexts=contexts, placement=placement, unsafe=unsafe,
-                             max_memory=max_memory)
+                             max_memory=max_memory, max_updates=max_updates)
         if isinstance(program, str):
             program = parse(program)
         self.options = opts
@@ -138,7 +168,7 @@ class Network:
         self.transport = transport
         self.host = Host(self.program, self.scheme, transport, batch=opts.batch,
                          stages=self.resolved.stages(self.program), on_node=on_node,
-                         contexts=opts.contexts)
+                         contexts=opts.contexts, flush_period=self.resolved.flush_period)
         self.injector = Injector(program, self.program, self.scheme, self.host.context_of,
                                  self.resolved)
         self.guard = opts.memory_guard()
@@ -212,6 +242,23 @@ class Network:
             self.transport.send(None, dst, ups)
         return self
 
+    def _bounded(self, bound: int | None, heartbeat: Callable | None) -> Callable | None:
+        """``heartbeat`` that first stops the run once its nodes have sent more than
+        ``bound`` updates (the host calls it after every delivery; the transport's traffic
+        counters say how many updates were sent, to other nodes or locally)."""
+        if bound is None:
+            return heartbeat
+        scheme = self.scheme
+        totals = self.transport.metrics.totals
+        limit = totals["tuples_sent"] + totals["local_tuples"] + bound
+
+        def beat(deliveries: int, in_flight: int) -> None:
+            if totals["tuples_sent"] + totals["local_tuples"] > limit:
+                raise NotConvergedError(bound, scheme)
+            if heartbeat is not None:
+                heartbeat(deliveries, in_flight)
+        return beat
+
     def _fmt(self, pred: str, tup: tuple) -> str:
         return self.injector.describe(pred, tup)
 
@@ -232,6 +279,8 @@ class Network:
         ----------
         max_polls:
             Give up (``EvaluationError``) after this many deliveries; default unbounded.
+            Independently, the options' ``max_updates`` as resolved bounds the updates the
+            nodes send (unbounded for an exact scheme).
         heartbeat:
             Called as ``heartbeat(deliveries, in_flight)`` after every delivery (progress
             of a long run; the callback decides how often to show it).
@@ -242,10 +291,13 @@ class Network:
             If a deletion of a base fact matches no insertion (names the fact).
         EvaluationError
             If ``max_polls`` deliveries did not reach quiescence.
+        NotConvergedError
+            If the nodes sent more than ``max_updates`` updates without reaching quiescence.
         """
         self.ledger.check()
         t0 = time.perf_counter()
-        self.host.run(max_polls, heartbeat, guard=self.guard.check)
+        self.host.run(max_polls, self._bounded(self.resolved.max_updates, heartbeat),
+                      guard=self.guard.check)
         self.injector.quiescent()
         dropped, problem = self.host.check_waiting(self._fmt)
         self.dropped_deletions += dropped

@@ -22,6 +22,11 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
 The node is pure and deterministic: the same sequence of ``receive`` and ``step`` calls gives
 the same outputs. It knows nothing about transports, workers, clocks or wire formats.
 
+A scheme with ``commit_on_arrival`` (the original PSN, :mod:`provenance.failure_modes`) gets
+another step, chosen once when the node is made: every update that arrived changes the state
+first (pick and commit), and the delta rules then fire against that state (Nigam et al. 2012,
+Sec. 6, Fig. 6). The step of every other scheme is untouched.
+
 Deliberately not here: delivery, scheduling, metrics of traffic (``engine.host`` and
 ``engine.transport``), annotation semantics (``provenance``).
 """
@@ -159,6 +164,12 @@ class Node:
         The scheme's context for this node (``scheme.context(node_id, shared)``).
     batch:
         Pick all pickable updates per step (default) or one.
+
+    Notes
+    -----
+    If ``scheme.commit_on_arrival`` is true, :meth:`step` and :meth:`has_work` are
+    :meth:`_step_on_arrival` and its ``has_work`` (bound once here, so the other schemes pay
+    nothing for it).
     """
 
     central = CENTRAL
@@ -186,6 +197,11 @@ class Node:
         self.aggregates = {pred: AggregateOperator(spec)
                            for pred, spec in program.aggregates.items()}
         self.fire_table = compile_delta_rules(self, program.rules, program)
+        if getattr(scheme, "commit_on_arrival", False):
+            #: deltas of updates that arrived (and changed the state) but have not fired
+            self.arrived: list = []
+            self.step = self._step_on_arrival
+            self.has_work = self._has_work_on_arrival
 
     # -- structures the compiled plans bind to -------------------------------------------
     def table(self, pred: str) -> dict:
@@ -301,6 +317,51 @@ class Node:
         if self.scheme.idempotent and len(out) > 1:
             out = list(dict.fromkeys(out))
         return out
+
+    def _step_on_arrival(self) -> list[tuple[Any, Update]]:
+        """:meth:`step` of a scheme whose updates change the state when they arrive
+        (``commit_on_arrival``: the original PSN, Nigam et al. 2012, Sec. 6, Fig. 6).
+
+        Every update queued since the last step has arrived: it is picked and committed at
+        once (so it is already in the state any delta rule reads); then the delta rules of
+        every arrived update fire (with ``batch``) or of the oldest one, against the
+        committed state. Compared with :meth:`step`, commit comes before fire.
+        """
+        self.metrics.steps += 1
+        out: list = []
+        changes: list = []
+        try:
+            if self.queue:
+                queue, self.queue = self.queue, []
+                self._pick_all(queue, self.arrived)
+                changes = self._commit()
+            if self.batch:
+                picked, self.arrived = self.arrived, []
+            else:
+                picked = [self.arrived.pop(0)] if self.arrived else []
+            for stage in self.pick_stages:
+                picked = stage.picked(self, picked)
+            fire_table = self.fire_table
+            for sign, pred, tup, delta in picked:
+                fns = fire_table.get(pred)
+                if fns:
+                    self.metrics.updates_fired += 1
+                    for fire in fns:
+                        fire(sign, tup, delta, out)
+        except AnnotationBudgetExceeded as exc:
+            raise self._over_budget(exc) from None
+        self.metrics.derivations += len(out)
+        if changes:
+            self._aggregate(changes, out)
+        for stage in self.send_stages:
+            out = stage.send(self, out)
+        if self.scheme.idempotent and len(out) > 1:
+            out = list(dict.fromkeys(out))
+        return out
+
+    def _has_work_on_arrival(self) -> bool:
+        """:meth:`has_work` with ``commit_on_arrival``: arrived updates not yet fired too."""
+        return bool(self.queue or self.arrived)
 
     def _over_budget(self, exc: AnnotationBudgetExceeded):
         """The user-facing error for a scheme's budget exception, the fact shown as NDlog."""

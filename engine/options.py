@@ -17,7 +17,14 @@ Defaults (the safe, fast choice):
 - ``aggsel="auto"``: aggregate selection (Liu Sec. 6) wherever the program has a prunable
   aggregate and the scheme is idempotent (not for derivation sets, which count
   multiplicities), else off;
-- ``delivery="random"``: any update may overtake any other.
+- ``delivery="random"``: any update may overtake any other;
+- ``max_updates=None``: no bound on the updates the nodes of a run send, except for a
+  scheme that may never reach quiescence (``may_not_terminate``: derivation counts on
+  cyclic derivations), which stops after :data:`DEFAULT_MAX_UPDATES` with
+  :class:`engine.network.NotConvergedError`.
+
+A scheme that is not exact under every delivery order (``unsafe_reason``: the failure modes
+of :mod:`provenance.failure_modes`) runs only when ``unsafe`` is set.
 
 Deliberately not here: running anything, reading files, the command line's spelling of the
 options (``psn.cli``), the transports' own settings (topology, processing time).
@@ -31,7 +38,8 @@ from typing import Any, Mapping
 
 from ndlog.errors import InputError
 
-__all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS"]
+__all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
+           "DEFAULT_MAX_UPDATES"]
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
@@ -41,6 +49,12 @@ AGGSEL_CHOICES = ("auto", "multi", "single", "off")
 
 #: Values of ``contexts``.
 CONTEXTS = ("process", "worker")
+
+#: Updates sent by the nodes after which a run of a scheme that may not terminate
+#: (``may_not_terminate``) stops, unless ``max_updates`` says otherwise: the order of the
+#: derivation-set budget (``provenance.derivation.DEFAULT_MAX_TOTAL``). Derivation counts on
+#: Nigam's a/p/q cycle reach it in about 2 CPU seconds.
+DEFAULT_MAX_UPDATES = 200_000
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,8 @@ class RunOptions:
         Explicit ``node -> worker`` assignments (the rest by hash with ``workers``).
     unsafe:
         Run an annotation scheme where it may give wrong answers (set semantics with
-        deletions on a program where a fact can have two derivations) instead of refusing;
+        deletions on a program where a fact can have two derivations, or a scheme with an
+        ``unsafe_reason``: ``counting``, ``original``, ``fifo-base``) instead of refusing;
         the run is then unchecked.
     max_memory:
         Ceiling on the process's resident memory in bytes; past it the run stops with
@@ -86,6 +101,12 @@ class RunOptions:
         Derivation sets stored per fact and in all (``--annotation derivation``); past
         either the run stops with :class:`engine.guards.AnnotationBudgetError`. ``None``:
         the scheme's defaults.
+    max_updates:
+        Stop a run (:class:`engine.network.NotConvergedError`) once its nodes have sent
+        more than this many updates (to other nodes or themselves) without reaching
+        quiescence; counted per :meth:`engine.Network.run`, checked after every delivery.
+        ``None``: unbounded, or :data:`DEFAULT_MAX_UPDATES` for a scheme that may not
+        terminate; ``0``: unbounded for every scheme.
     """
 
     annotation: Any = DEFAULT_ANNOTATION
@@ -102,6 +123,7 @@ class RunOptions:
     max_memory: int | None = None
     derivation_budget: int | None = None
     derivation_total: int | None = None
+    max_updates: int | None = None
 
     def __post_init__(self):
         if self.aggsel not in AGGSEL_CHOICES:
@@ -112,6 +134,11 @@ class RunOptions:
                              f"{', '.join(CONTEXTS)}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InputError(f"the seed must be an integer, not {self.seed!r}")
+        bound = self.max_updates
+        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)
+                                  or bound < 0):
+            raise InputError(f"the bound on updates sent must be a non-negative integer "
+                             f"(0: none), not {bound!r}")
         from .delivery import make_delivery
         make_delivery(self.delivery)             # an InputError naming a bad model now
 
@@ -141,16 +168,20 @@ class RunOptions:
         InputError
             For an unknown scheme, MinShip with a scheme that has no shipping algebra, or
             aggregate selection with a scheme that counts multiplicities.
+        engine.guards.UnsafeAnnotationError
+            For a scheme with an ``unsafe_reason`` when the run is not ``unsafe``.
         """
         from provenance import get_scheme
         scheme = _budgeted(get_scheme(self.annotation), self)
+        _refuse_unsafe_scheme(scheme, self.unsafe)
         problem = None
         if not scheme.tracks_derivations and not self.unsafe:
             from .guards import set_deletion_problem
             problem = set_deletion_problem(program.source)
             _refuse_reordered_aggregates(scheme, program, self.delivery)
         return Resolved(self, scheme, _ship(self.ship, scheme),
-                        _aggsel(self.aggsel, scheme, program), problem)
+                        _aggsel(self.aggsel, scheme, program), problem,
+                        _max_updates(self.max_updates, scheme))
 
     def memory_guard(self, share: int = 1):
         """The :class:`engine.guards.MemoryGuard` of ``max_memory``, divided among
@@ -186,6 +217,9 @@ class Resolved:
         Why deletions would give wrong answers with this scheme on this program (set
         semantics where a fact can have two derivations), or ``None``: the engine then
         refuses any deletion before it runs (:meth:`check_deletions`).
+    max_updates:
+        Updates sent after which the run stops without quiescence, or ``None``
+        (unbounded).
     """
 
     options: RunOptions
@@ -193,6 +227,7 @@ class Resolved:
     ship: tuple | None
     aggsel: str
     deletion_problem: str | None = None
+    max_updates: int | None = None
 
     def check_deletions(self, program, because: str) -> None:
         """Refuse deletions (``because`` says what deletes) when this scheme cannot make
@@ -203,11 +238,14 @@ class Resolved:
 
     @property
     def ship_text(self) -> str:
-        """MinShip as the command line spells it (``lazy``, ``eager:100``, ``off``)."""
-        if self.ship is None:
-            return "off"
-        mode, window = self.ship
-        return mode if window is None else f"{mode}:{window}"
+        """MinShip as the command line spells it (``lazy``, ``eager:100``, ``eager:1s``,
+        ``off``)."""
+        return "off" if self.ship is None else str(self.ship)
+
+    @property
+    def flush_period(self) -> float | None:
+        """How often the host flushes MinShip's buffers (eager on a timer), or ``None``."""
+        return None if self.ship is None else self.ship.period
 
     def stages(self, program):
         """The ``on_node`` callback installing aggregate selection and MinShip on every
@@ -218,7 +256,8 @@ class Resolved:
     def describe(self) -> dict:
         """The resolved choices, JSON-able."""
         out = self.options.describe()
-        out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel)
+        out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel,
+                   max_updates=self.max_updates)
         return out
 
 
@@ -236,6 +275,25 @@ def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
         f"channels are FIFO, not with delivery {delivery!r}",
         rule.span, program.source.source,
         hint="use --annotation absorption, --delivery fifo, or --unsafe to run it unchecked")
+
+
+def _refuse_unsafe_scheme(scheme, unsafe: bool) -> None:
+    """Refuse a scheme that is not exact under every delivery order unless ``unsafe``."""
+    reason = getattr(scheme, "unsafe_reason", None)
+    if reason is None or unsafe:
+        return
+    from .guards import UnsafeAnnotationError
+    raise UnsafeAnnotationError(
+        f"annotation '{scheme.name}' {reason}",
+        hint="use --annotation absorption, or --unsafe to run it unchecked")
+
+
+def _max_updates(bound: int | None, scheme) -> int | None:
+    """The bound on the updates a run sends: the options', else a finite default for a
+    scheme that may not terminate; ``0`` means none."""
+    if bound is None:
+        return DEFAULT_MAX_UPDATES if getattr(scheme, "may_not_terminate", False) else None
+    return bound or None
 
 
 def _budgeted(scheme, options: RunOptions):

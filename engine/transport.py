@@ -8,8 +8,9 @@ bytes (:mod:`engine.wire`, counted by its :class:`Meter`), per node and per *wor
 process hosting many nodes; nodes and workers are distinct, as in Liu et al. 2009, Sec. 7,
 where 100 nodes ran on 12-24 machines). A :class:`Placement` says which node lives on which
 worker; a message between two nodes of one worker costs no network traffic (counted
-separately), a message from a node to itself costs nothing. A :class:`Clock` tells the time the transport lives in: a
-logical counter here, virtual seconds in the simulator (:mod:`sim`).
+separately), a message from a node to itself costs nothing. A :class:`Clock` tells the
+time the transport lives in: a logical counter here, virtual seconds in the simulator
+(:mod:`sim`).
 
 Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, Nigam Sec. 3.1):
 
@@ -23,6 +24,10 @@ Delivery orders of :class:`InMemoryTransport` (channels are *not* FIFO in PSN, N
     one update per poll: the newest in-flight deletion if there is one (so deletions arrive
     before the insertions they follow whenever possible), else the newest insertion.
 
+:class:`ScriptedTransport` delivers in an order written down in advance (one list of
+updates per poll), to reproduce a paper's counterexample schedule exactly (Nigam et al.
+2012, Sec. 6, Fig. 6).
+
 Deliberately not here: the PSN iteration (:mod:`engine.node`, :mod:`engine.host`), virtual
 time and latencies (``sim/``), Ray actors (``psn.distributed``). Those implement the same
 two protocols.
@@ -34,13 +39,15 @@ import random
 from collections import deque
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ndlog.errors import InputError
+from ndlog.builtins import format_value
+from ndlog.errors import InputError, PSNError
+from ndlog.parser import parse_atom
 from .delivery import DELIVERY_MODELS, Delivery, make_delivery
 from .placement import Placement
 from .wire import Codec
 
 __all__ = ["Clock", "LogicalClock", "Transport", "Placement", "TrafficMetrics", "Meter",
-           "InMemoryTransport", "DELIVERY_ORDERS"]
+           "InMemoryTransport", "ScriptedTransport", "DELIVERY_ORDERS"]
 
 DELIVERY_ORDERS = DELIVERY_MODELS
 
@@ -343,3 +350,148 @@ class InMemoryTransport:
             pool[i], pool[-1] = pool[-1], pool[i]
             out.append(pool.pop())
         return out
+
+
+class ScriptedTransport:
+    """In-process transport that delivers in an order given as a list: for reproducing a
+    counterexample's schedule (Nigam et al. 2012, Sec. 6, Fig. 6) step by step.
+
+    Each entry of ``script`` is one poll. It names the updates that poll delivers, each as
+    a signed fact (``"+r(@2)"``, ``"-q(@3)"``, or ``(sign, pred, tuple)``); for each, in the
+    order named, the oldest update in flight with that sign and fact (whatever its
+    annotation) is delivered. The entry ``"*"`` delivers everything in flight, in send order.
+    While the script lasts, nothing else is delivered; after it, every poll delivers
+    everything in flight in send order (synchronous rounds: every channel FIFO). A script
+    starts at the next poll: give one to the constructor for the first run, or to
+    :meth:`follow` before a later run (a burst after the initial facts have settled).
+
+    Parameters
+    ----------
+    script:
+        The polls, in order: each a list of signed facts, one signed fact, or ``"*"``.
+        Default: none (every poll delivers everything in flight).
+    placement, clock, roundtrip:
+        As for :class:`InMemoryTransport`.
+
+    Raises
+    ------
+    InputError
+        At construction, for an entry that is not a signed fact; from :meth:`poll`, when an
+        entry names an update that is not in flight (the run left the script), listing what
+        is in flight.
+    """
+
+    delivery = "scripted"
+
+    def __init__(self, script=(), *, placement: Placement | None = None,
+                 clock: Clock | None = None, roundtrip: bool = False):
+        self.script: list = []
+        self.polled = 0
+        self.follow(script)
+        self.meter = Meter(placement or Placement(), roundtrip)
+        self.clock = clock or LogicalClock()
+        self._flight: list[tuple[Any, tuple]] = []
+
+    @property
+    def placement(self) -> Placement:
+        return self.meter.placement
+
+    @property
+    def metrics(self) -> TrafficMetrics:
+        return self.meter.metrics
+
+    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
+        self.meter.connect(codec, context_of)
+
+    def follow(self, script) -> "ScriptedTransport":
+        """Deliver the next polls as ``script`` says (see the class doc), in place of what
+        is left of the current script.
+
+        Raises
+        ------
+        InputError
+            For an entry that is not a signed fact or ``"*"``.
+        """
+        self.script = [_script_step(entry, i + 1) for i, entry in enumerate(script)]
+        self.polled = 0
+        return self
+
+    def describe(self) -> str:
+        return f"scripted ({len(self.script)} polls, then everything in flight per poll)"
+
+    def send(self, src: Any, dst: Any, updates: list) -> None:
+        if not updates:
+            return
+        updates, data = self.meter.carry(src, dst, updates)
+        if data is not None:
+            updates = self.meter.rebuild(dst, data)
+        self._flight.extend((dst, u) for u in updates)
+
+    def in_flight(self) -> int:
+        return len(self._flight)
+
+    def poll(self) -> list[tuple[Any, tuple]]:
+        return [(dst, u) for dst, ups in self.poll_batches() for u in ups]
+
+    def poll_batches(self) -> list[tuple[Any, list]]:
+        """The next poll of the script (or everything in flight after it), as
+        ``[(destination, [update, ...])]`` in delivery order."""
+        if not self._flight:
+            return []
+        if isinstance(self.clock, LogicalClock):
+            self.clock.tick()
+        step = self.script[self.polled] if self.polled < len(self.script) else None
+        self.polled += 1
+        if step is None:
+            flat, self._flight = self._flight, []
+        else:
+            flat = [self._take(want) for want in step]
+        out: list[tuple[Any, list]] = []
+        for dst, u in flat:
+            if out and out[-1][0] == dst:
+                out[-1][1].append(u)
+            else:
+                out.append((dst, [u]))
+        return out
+
+    def _take(self, want: tuple) -> tuple[Any, tuple]:
+        sign, pred, tup = want
+        for i, (dst, u) in enumerate(self._flight):
+            if u[0] == sign and u[1] == pred and u[2] == tup:
+                return self._flight.pop(i)
+        flight = ", ".join(_signed(u[0], u[1], u[2]) for _, u in self._flight)
+        raise InputError(f"scripted poll {self.polled}: "
+                         f"{_signed(sign, pred, tup)} is not in flight; "
+                         f"in flight: {flight}")
+
+
+def _script_step(entry, number: int) -> list | None:
+    """One poll of a script as ``[(sign, pred, tuple), ...]``; ``None`` for ``"*"``."""
+    if entry == "*":
+        return None
+    items = [entry] if isinstance(entry, (str, tuple)) else list(entry)
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            text = item.strip()
+            if text[:1] not in ("+", "-"):
+                raise InputError(f"scripted poll {number}: {item!r} must start with + or -")
+            try:
+                fact = parse_atom(text[1:].rstrip("."))
+            except PSNError as e:
+                raise InputError(f"scripted poll {number}: {item!r} is not a fact: {e}"
+                                 ) from None
+            out.append((1 if text[0] == "+" else -1, fact.pred, fact.values))
+        else:
+            try:
+                sign, pred, tup = item
+            except (TypeError, ValueError):
+                raise InputError(f"scripted poll {number}: {item!r} is not a signed fact"
+                                 ) from None
+            out.append((1 if sign in (1, "+") else -1, pred, tuple(tup)))
+    return out
+
+
+def _signed(sign: int, pred: str, tup: tuple) -> str:
+    """``+p(1, a)``: an update as a script names it."""
+    return ("+" if sign > 0 else "-") + f"{pred}(" + ", ".join(map(format_value, tup)) + ")"

@@ -5,7 +5,11 @@ object implementing :class:`~provenance.base.AnnotationScheme`; the engine is ha
 object and never branches on the scheme's name. The built-in schemes are ``set``,
 ``derivation`` (Nigam et al. 2012, Sec. 5) and ``absorption`` (Liu et al. 2009, Sec. 4, with
 lazy MinShip by default); a user's own scheme is registered with :func:`register_scheme`
-or handed to the engine as an object.
+or handed to the engine as an object. Three more reproduce the failures of earlier
+algorithms that Nigam et al. 2012, Sec. 5-6 describe, and run only when a run is unsafe
+(:mod:`provenance.failure_modes`): ``counting`` (derivation counts, which never converge on
+a cycle of derivations), ``original`` (the original PSN, which changes a node's state when an
+update arrives) and ``fifo-base`` (base-fact annotations, right only on FIFO channels).
 
 Deliberately not here: the engine loop, joins, transports.
 """
@@ -53,10 +57,14 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
 def _register_builtin() -> None:
     from .absorption import SCHEME as absorption
     from .derivation import DerivationScheme
+    from .failure_modes import CountingScheme, FifoBaseScheme, OriginalScheme
     from .set_scheme import SetScheme
     register_scheme("set", SetScheme)
     register_scheme("derivation", DerivationScheme)
     register_scheme("absorption", absorption)
+    register_scheme("counting", CountingScheme)
+    register_scheme("original", OriginalScheme)
+    register_scheme("fifo-base", FifoBaseScheme)
 
 
 _register_builtin()

@@ -133,6 +133,19 @@ class AnnotationScheme:
         True if annotations are objects of a per-worker context (BDD managers) and must be
         rebuilt from their wire form whenever they cross into another context
         (:meth:`must_rebuild`), even in memory.
+    unsafe_reason:
+        ``None`` for a scheme that is exact under any delivery order. Otherwise why it is
+        not, as a phrase that reads after "annotation 'NAME' " (the failure modes of
+        earlier algorithms, :mod:`provenance.failure_modes`): runs refuse the scheme unless
+        they are unsafe (:meth:`engine.options.RunOptions.resolve`).
+    may_not_terminate:
+        True if a run may never reach quiescence (derivation counts on cyclic derivations,
+        Nigam et al. 2012, Sec. 5): runs then stop after a finite number of updates sent by
+        default (``RunOptions.max_updates``).
+    commit_on_arrival:
+        True if an update changes its node's state when it arrives, before it is picked
+        and its delta rules fire (the original PSN, Nigam et al. 2012, Sec. 6, Fig. 6). The
+        node reads it once, when it is made (:class:`engine.node.Node`).
     """
 
     name = "abstract"
@@ -147,6 +160,9 @@ class AnnotationScheme:
     fixed_annotation = None
     #: False if ``serialize`` always returns None (nothing to ship per tuple).
     ships_annotations = True
+    unsafe_reason: str | None = None
+    may_not_terminate = False
+    commit_on_arrival = False
 
     # -- contexts ------------------------------------------------------------------------
     def shared_context(self) -> Any:

@@ -303,8 +303,11 @@ def test_deletion_overtaking_its_insertion_with_minship():
 
 
 def test_parse_ship():
-    assert parse_ship("lazy") == ("lazy", None)
-    assert parse_ship("eager:7") == ("eager", 7)
+    assert parse_ship("lazy") == ("lazy", None, None)
+    assert parse_ship("eager:7") == ("eager", 7, None)
+    assert parse_ship("eager:1s") == ("eager", None, 1.0)
+    assert parse_ship("eager:250ms").period == 0.25 and str(parse_ship("eager:2s")) == \
+        "eager:2s"
     assert parse_ship("eager")[0] == "eager" and parse_ship("off") is None
     for bad in ("eager:0", "eager:x", "lazy:3", "fast"):
         with pytest.raises(InputError, match="--ship"):

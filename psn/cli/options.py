@@ -56,10 +56,12 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                               "simulator on a topology; ray: Ray actors (default: sim when "
                               "--topology or --workload is given, else memory)")
     settings.add_argument("--annotation", default=None, metavar="NAME",
-                          help="annotation scheme: absorption (default), derivation or set")
+                          help="annotation scheme: absorption (default), derivation or set; "
+                          "the papers' failure modes counting, original and fifo-base run "
+                          "only with --unsafe")
     settings.add_argument("--ship", default=None, metavar="MODE",
-                          help="MinShip: lazy (default with absorption), eager, eager:W or "
-                          "off")
+                          help="MinShip: lazy (default with absorption), eager, eager:W "
+                          "(every W alternatives), eager:1s (on a timer of the clock) or off")
     settings.add_argument("--aggsel", default=None, choices=("auto", "multi", "single", "off"),
                           help="aggregate selection: auto (default: multi where it applies), "
                           "multi, single or off")
@@ -86,10 +88,15 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
     guards.add_argument("--derivation-total", type=int, default=None, metavar="N",
                         help="--annotation derivation: derivations stored in all "
                         "(default 200,000)")
+    guards.add_argument("--max-updates", type=int, default=None, metavar="N",
+                        help="stop a run that has sent N updates without reaching quiescence "
+                        "(default: unbounded, 200,000 for a scheme that may not terminate; "
+                        "0: unbounded)")
     guards.add_argument("--unsafe", action="store_true",
                         help="run an annotation where it may give wrong answers (set "
-                        "semantics with deletions on a recursive program) instead of "
-                        "refusing; the output is marked unchecked")
+                        "semantics with deletions on a recursive program, the failure modes "
+                        "counting, original, fifo-base) instead of refusing; the output is "
+                        "marked unchecked")
     topo = p.add_argument_group("topology and workload")
     topo.add_argument("--topology", default=None, metavar="NAME|FILE",
                       help="ts100, gtitm, dense, sparse, sensor-grid, ring, line, grid, random, "
@@ -187,4 +194,4 @@ def run_options(args: argparse.Namespace, engine: str):
                          batch=None if args.pick is None else args.pick == "all",
                          workers=n, placement=placement, unsafe=args.unsafe or None,
                          max_memory=memory, derivation_budget=args.derivation_budget,
-                         derivation_total=args.derivation_total)
+                         derivation_total=args.derivation_total, max_updates=args.max_updates)

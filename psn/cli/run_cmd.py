@@ -262,12 +262,13 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
 
 
 def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float) -> dict:
-    """One step; when a limit stops it (memory, derivation budget), the steps completed so
-    far are printed before the error propagates."""
+    """One step; when a limit stops it (memory, derivation budget, a bound on updates), the
+    steps completed so far are printed before the error propagates."""
+    from engine import NotConvergedError
     from engine.guards import AnnotationBudgetError, MemoryLimitError
     try:
         return runner.step(label, burst, advance)
-    except (MemoryLimitError, AnnotationBudgetError):
+    except (MemoryLimitError, AnnotationBudgetError, NotConvergedError):
         print(f"-- stopped in step {len(rows)} ({label}); the steps before it:")
         print_table(runner.describe(), rows)
         raise
