@@ -297,19 +297,28 @@ class Node:
             else:
                 while self.queue and not self._touched:
                     self._pick(self.queue.pop(0), picked, False)
-            for stage in self.pick_stages:
-                picked = stage.picked(self, picked)
-            fire_table = self.fire_table
-            for sign, pred, tup, delta in picked:
-                fns = fire_table.get(pred)
-                if fns:
-                    self.metrics.updates_fired += 1
-                    for fire in fns:
-                        fire(sign, tup, delta, out)
+            self._fire(picked, out)
         except AnnotationBudgetExceeded as exc:
             raise self._over_budget(exc) from None
+        return self._send(self._commit(), out)
+
+    def _fire(self, picked: list, out: list) -> None:
+        """Run the pick stages on ``picked``, then fire the delta rules of each update
+        into ``out``."""
+        for stage in self.pick_stages:
+            picked = stage.picked(self, picked)
+        fire_table = self.fire_table
+        for sign, pred, tup, delta in picked:
+            fns = fire_table.get(pred)
+            if fns:
+                self.metrics.updates_fired += 1
+                for fire in fns:
+                    fire(sign, tup, delta, out)
+
+    def _send(self, changes: list, out: list) -> list:
+        """Feed committed presence ``changes`` to the aggregate operators, run the send
+        stages on ``out`` and drop duplicates (idempotent schemes)."""
         self.metrics.derivations += len(out)
-        changes = self._commit()
         if changes:
             self._aggregate(changes, out)
         for stage in self.send_stages:
@@ -339,25 +348,10 @@ class Node:
                 picked, self.arrived = self.arrived, []
             else:
                 picked = [self.arrived.pop(0)] if self.arrived else []
-            for stage in self.pick_stages:
-                picked = stage.picked(self, picked)
-            fire_table = self.fire_table
-            for sign, pred, tup, delta in picked:
-                fns = fire_table.get(pred)
-                if fns:
-                    self.metrics.updates_fired += 1
-                    for fire in fns:
-                        fire(sign, tup, delta, out)
+            self._fire(picked, out)
         except AnnotationBudgetExceeded as exc:
             raise self._over_budget(exc) from None
-        self.metrics.derivations += len(out)
-        if changes:
-            self._aggregate(changes, out)
-        for stage in self.send_stages:
-            out = stage.send(self, out)
-        if self.scheme.idempotent and len(out) > 1:
-            out = list(dict.fromkeys(out))
-        return out
+        return self._send(changes, out)
 
     def _has_work_on_arrival(self) -> bool:
         """:meth:`has_work` with ``commit_on_arrival``: arrived updates not yet fired too."""

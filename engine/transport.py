@@ -47,6 +47,7 @@ from .placement import Placement
 from .wire import Codec
 
 __all__ = ["Clock", "LogicalClock", "Transport", "Placement", "TrafficMetrics", "Meter",
+           "Metered",
            "InMemoryTransport", "ScriptedTransport", "DELIVERY_ORDERS"]
 
 DELIVERY_ORDERS = DELIVERY_MODELS
@@ -198,6 +199,25 @@ class Meter:
         return updates, None
 
 
+class Metered:
+    """The part of a transport that its :class:`Meter` (``self.meter``) provides: the
+    placement, the traffic counters and ``connect``. Every transport here derives from it."""
+
+    meter: Meter
+
+    @property
+    def placement(self) -> Placement:
+        return self.meter.placement
+
+    @property
+    def metrics(self) -> TrafficMetrics:
+        return self.meter.metrics
+
+    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
+        """Give the meter the engine's wire codec and ``node -> annotation context``."""
+        self.meter.connect(codec, context_of)
+
+
 @runtime_checkable
 class Transport(Protocol):
     """What the engine's driver needs from a transport."""
@@ -219,7 +239,7 @@ class Transport(Protocol):
         """Number of updates sent and not yet delivered."""
 
 
-class InMemoryTransport:
+class InMemoryTransport(Metered):
     """In-process transport with a chosen delivery order (see the module docstring).
 
     Parameters
@@ -262,16 +282,6 @@ class InMemoryTransport:
         self._ins: list[tuple[Any, tuple]] = []
         self._count = 0
 
-    @property
-    def placement(self) -> Placement:
-        return self.meter.placement
-
-    @property
-    def metrics(self) -> TrafficMetrics:
-        return self.meter.metrics
-
-    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
-        self.meter.connect(codec, context_of)
 
     def describe(self) -> str:
         """The delivery order, e.g. ``random`` (timing options have no effect here)."""
@@ -352,7 +362,7 @@ class InMemoryTransport:
         return out
 
 
-class ScriptedTransport:
+class ScriptedTransport(Metered):
     """In-process transport that delivers in an order given as a list: for reproducing a
     counterexample's schedule (Nigam et al. 2012, Sec. 6, Fig. 6) step by step.
 
@@ -392,16 +402,6 @@ class ScriptedTransport:
         self.clock = clock or LogicalClock()
         self._flight: list[tuple[Any, tuple]] = []
 
-    @property
-    def placement(self) -> Placement:
-        return self.meter.placement
-
-    @property
-    def metrics(self) -> TrafficMetrics:
-        return self.meter.metrics
-
-    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
-        self.meter.connect(codec, context_of)
 
     def follow(self, script) -> "ScriptedTransport":
         """Deliver the next polls as ``script`` says (see the class doc), in place of what

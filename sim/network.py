@@ -32,7 +32,7 @@ from typing import Any, Callable, Hashable
 
 from engine.delivery import Delivery, make_delivery
 from engine.placement import Placement
-from engine.transport import Meter, TrafficMetrics
+from engine.transport import Meter, Metered
 
 from .clock import VirtualClock
 from .delivery import ProcessingModel
@@ -110,7 +110,7 @@ class _Worker:
         self.batches = 0
 
 
-class SimTransport:
+class SimTransport(Metered):
     """Transport over virtual time (see the module docstring).
 
     Parameters
@@ -144,11 +144,10 @@ class SimTransport:
         self.topology = topology
         self.delivery = make_delivery(delivery)
         self.rng = rng if rng is not None else random.Random(seed)
-        self.placement = placement or Placement()
+        self.meter = Meter(placement or Placement(), roundtrip)
         self.processing = processing or ProcessingModel()
         self.clock = clock or VirtualClock()
         self.latency = latency or LatencyModel(topology)
-        self.meter = Meter(self.placement, roundtrip)
         self.counters = Counters()
         self._workers: dict = {}
         self._channel_last: dict = {}
@@ -162,14 +161,6 @@ class SimTransport:
 
     # ------------------------------------------------------------------ Transport protocol
 
-    def connect(self, codec, context_of: Callable[[Any], Any]) -> None:
-        """Take the engine's wire codec and ``node -> annotation context``."""
-        self.meter.connect(codec, context_of)
-
-    @property
-    def metrics(self) -> TrafficMetrics:
-        """Traffic as every transport counts it (:class:`engine.transport.TrafficMetrics`)."""
-        return self.meter.metrics
 
     def describe(self) -> str:
         """The delivery model with its options."""

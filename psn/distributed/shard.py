@@ -26,7 +26,7 @@ import msgpack
 
 from engine import Host
 from engine.placement import Placement
-from engine.transport import LogicalClock, Meter, TrafficMetrics
+from engine.transport import LogicalClock, Meter, Metered
 
 __all__ = ["Shard", "ShardTransport", "pack", "unpack"]
 
@@ -41,7 +41,7 @@ def unpack(data: bytes):
     return msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
 
 
-class ShardTransport:
+class ShardTransport(Metered):
     """The transport of one Ray worker (see the module docstring).
 
     Parameters
@@ -56,19 +56,12 @@ class ShardTransport:
 
     def __init__(self, index: int, placement: Placement, roundtrip: bool = False):
         self.index = index
-        self.placement = placement
         self.clock = LogicalClock()
         self.meter = Meter(placement, roundtrip)
         self.outbox: dict[int, list] = {}
         self._local: list[tuple[Any, list]] = []
         self._count = 0
 
-    @property
-    def metrics(self) -> TrafficMetrics:
-        return self.meter.metrics
-
-    def connect(self, codec, context_of) -> None:
-        self.meter.connect(codec, context_of)
 
     def send(self, src: Any, dst: Any, updates: list) -> None:
         """Keep updates for this worker's nodes; encode and batch the others."""
