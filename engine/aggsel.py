@@ -23,11 +23,24 @@ at least one of its aggregates (*multi* AggSel, ties kept):
   pruned predicate, and :func:`selectors` prunes it as it leaves the node.
 
 Exactness relies on what :class:`ndlog.analysis.AggSelSpec` states (every recursive step
-strictly worsens the aggregated values: positive costs); the aggregate relations
-(``minCost``, ``minHops``, ``cheapestPath``, ``fewestHops``) then equal
-``psn.evaluate``'s, through insertions and deletions, while ``path`` itself holds a subset
-of the paths. The ``single`` mode prunes on the first aggregate only (for experiments: the
-other aggregates are then exact only if their best tuples happen to be kept too).
+strictly worsens the aggregated values: positive costs; the reference evaluators check it,
+this module does not): a best tuple's suffix at the next hop is then itself best there, and
+every tie is kept. The aggregate relations (``minCost``, ``minHops``, ``cheapestPath``,
+``fewestHops``, ``shortestCheapestPath``) then equal ``psn.evaluate``'s in every mode,
+through insertions and deletions, while ``path`` itself holds a subset of the paths.
+
+Modes (``--aggsel``; Liu Sec. 7.4 compares the first two):
+
+* ``multi``: a pruned predicate keeps, per group, the tuples best for at least one of its
+  aggregates (one query, every aggregate at once);
+* ``single``: one query per aggregate, each pruned by its own aggregate. The program is
+  first split into one copy of the predicate per aggregate
+  (:func:`localize.passes.one_query_per_aggregate`: ``path_minCost``, ``path_minHops``;
+  :attr:`engine.options.Resolved.program`); here ``single`` prunes exactly the predicates
+  that have one aggregate, which the copies do. A predicate that still has several (the
+  split does not apply to it, e.g. one rule computes ``min<C>`` and ``min<L>`` together)
+  is not pruned: pruning it by one aggregate would lose the others' best tuples;
+* ``off``: nothing is pruned.
 
 Schemes: the receiving side needs a scheme whose stored value is also a valid delta to fire
 (``set``, ``absorption``); the ``derivation`` multiset would see deletions of occurrences it
@@ -41,8 +54,9 @@ Before/after (what the stage does, not a rewrite of the program)::
     -path(@a, c, [a,b,c], 2, 2)  fired, then path(@a, c, [a,d,e,c], 5, 3) fired
 
 Deliberately not here: the aggregate operators themselves (:mod:`engine.aggregate`),
-the detection and the plan (:mod:`ndlog.analysis`, :mod:`localize.analysis`), shipping
-(:mod:`engine.minship`).
+the detection and the plan (:mod:`ndlog.analysis`, :mod:`localize.analysis`), the split of
+``single`` (:func:`localize.passes.one_query_per_aggregate`, applied by
+:meth:`engine.options.RunOptions.resolve`), shipping (:mod:`engine.minship`).
 """
 
 from __future__ import annotations
@@ -186,10 +200,6 @@ class AggSelStage:
                 self.released += 1
 
 
-def _mode_aggs(spec, mode: str) -> tuple:
-    return spec.aggregates[:1] if mode == "single" else spec.aggregates
-
-
 def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
     """Receiving-side and sending-side selectors for an engine program.
 
@@ -198,7 +208,9 @@ def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
     program:
         A :class:`~engine.program.EngineProgram`.
     mode:
-        ``multi`` (every aggregate), ``single`` (the first one) or ``off``.
+        ``multi`` (every pruned predicate, on all of its aggregates), ``single`` (only
+        the pruned predicates with a single aggregate: the copies that
+        :func:`localize.passes.one_query_per_aggregate` makes) or ``off``.
 
     Returns
     -------
@@ -214,7 +226,9 @@ def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
     send: dict[str, Selector] = {}
     for pred, plan in program.aggsel.items():
         spec = plan.spec
-        aggs = _mode_aggs(spec, mode)
+        aggs = spec.aggregates
+        if mode == "single" and len(aggs) != 1:
+            continue
         receive[pred] = send[pred] = Selector(spec.group, aggs)
         for aux, cols in plan.carriers.items():
             send[aux] = Selector(tuple(cols[g] for g in spec.group),

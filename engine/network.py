@@ -157,8 +157,9 @@ class Network:
             program = parse(program)
         self.options = opts
         self.source: A.Program = program
-        self.program: EngineProgram = prepare(program)
-        self.resolved = opts.resolve(self.program)
+        self.resolved = opts.resolve(prepare(program))
+        #: what the nodes run: split into one query per aggregate with aggsel "single"
+        self.program: EngineProgram = self.resolved.program
         self.scheme = self.resolved.scheme
         if transport is None:
             from .transport import InMemoryTransport

@@ -8,7 +8,10 @@ order in which the other locations are shipped to their neighbours, each step na
 atom it travels along. A rule that cannot be localized is reported here, with the reason and
 the rule's position (:class:`~ndlog.errors.LocalizationError`). After localization,
 :func:`aggsel_plans` tells the engine where aggregate selection applies on the rewritten
-program: the pruned predicates and the auxiliaries that carry their columns.
+program: the pruned predicates and the auxiliaries that carry their columns;
+:func:`query_splits` tells the rewrite of single-aggregate selection
+(:func:`localize.passes.one_query_per_aggregate`) which copy of a pruned predicate each rule
+reads.
 
 Deliberately not here: building rules or programs (analyses never modify the program; the
 passes do), and any check that is not about locations (arity, safety and stratification are
@@ -25,7 +28,8 @@ from ndlog.builtins import format_value
 from ndlog.errors import LocalizationError
 
 __all__ = [
-    "Location", "LinkEdge", "Step", "Plan", "AggSelPlan", "aggsel_plans",
+    "Location", "LinkEdge", "Step", "Plan", "AggSelPlan", "aggsel_plans", "QuerySplit",
+    "query_splits",
     "location_of", "body_locations", "mentions", "link_graph", "head_location_bound",
     "bound_in_body", "plan_rule", "show_location", "mirror_index", "same_location",
 ]
@@ -420,6 +424,7 @@ def _carriers(program: A.Program, spec: AggSelSpec) -> dict[str, dict[int, int]]
     """Hidden predicates whose atom in a rule deriving ``spec.pred`` holds every group and
     aggregate variable of the head."""
     out: dict[str, dict[int, int]] = {}
+    derived = program.idb           # an auxiliary is derived: a hidden input is no carrier
     columns = list(spec.group) + [p for p, _ in spec.aggregates]
     for rule in program.rules:
         if rule.head.pred != spec.pred:
@@ -429,9 +434,119 @@ def _carriers(program: A.Program, spec: AggSelSpec) -> dict[str, dict[int, int]]
         if None in need.values():
             continue
         for atom in rule.body_atoms:
-            if atom.pred == spec.pred or atom.pred not in program.hidden:
+            if atom.pred == spec.pred or atom.pred not in program.hidden \
+                    or atom.pred not in derived:
                 continue
             names = [a.name if isinstance(a, A.Var) else None for a in atom.args]
             if all(v in names for v in need.values()):
                 out[atom.pred] = {c: names.index(v) for c, v in need.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class QuerySplit:
+    """How single-aggregate selection splits a pruned predicate into one query per aggregate
+    (Liu et al. 2009, Sec. 7.4: without multi-aggregate selection, a user runs one query per
+    aggregate, each pruned by its own aggregate).
+
+    Attributes
+    ----------
+    pred:
+        The pruned predicate (``path`` in shortest path).
+    copies:
+        ``(position, "min" | "max") -> copy predicate``, in the order of
+        ``AggSelSpec.aggregates``: ``{(3, "min"): "path_minCost", (4, "min"): "path_minHops"}``.
+    readers:
+        ``rule name -> (position, func)``: the aggregate each rule reading ``pred`` outside
+        its own rules aggregates (``sp3 minCost(@S, D, min<C>) :- path(...)``) or joins with
+        (``sp5 cheapestPath :- path(...), minCost(...)``); that rule reads the copy of it.
+    """
+
+    pred: str
+    copies: dict[tuple[int, str], str]
+    readers: dict[str, tuple[int, str]]
+
+
+def query_splits(program: A.Program) -> dict[str, QuerySplit]:
+    """Every prunable predicate with two aggregates or more that can be split into one copy
+    per aggregate: what :func:`localize.passes.one_query_per_aggregate` rewrites. Analysis
+    only; modifies nothing.
+
+    A predicate of :func:`ndlog.analysis.aggsel_candidates` is split when every aggregate
+    rule reading it computes a single aggregate (``minCost(@S, D, min<C>)``; a rule with
+    ``min<C>`` and ``min<L>`` in one head needs both at once and is one query, so its
+    predicate is not split) and no rule reads it under ``not``. The copy of an aggregate is
+    named after the head of the first aggregate rule computing it: ``path_minCost``
+    (made unique against the program's predicates).
+
+    Examples
+    --------
+    Shortest path (Liu Query 2): ``path`` with ``min`` on ``C`` (read by ``sp3`` and
+    ``sp5``) and on ``L`` (read by ``sp4`` and ``sp6``) splits into ``path_minCost`` and
+    ``path_minHops``.
+    """
+    specs = {p: s for p, s in aggsel_candidates(program).items() if len(s.aggregates) >= 2}
+    if not specs:
+        return {}
+    taken = set(program.predicates)
+    out: dict[str, QuerySplit] = {}
+    for pred, spec in specs.items():
+        split = _split(program, spec, taken)
+        if split is not None:
+            out[pred] = split
+    return out
+
+
+def _split(program: A.Program, spec: AggSelSpec, taken: set[str]) -> QuerySplit | None:
+    pred = spec.pred
+    if any(a.pred == pred for r in program.rules for a in r.negated_atoms):
+        return None
+    readers = [r for r in program.rules
+               if r.head.pred != pred and any(a.pred == pred for a in r.body_atoms)]
+    computed: dict[str, tuple[int, str]] = {}      # aggregate head -> what it aggregates
+    named: dict[tuple[int, str], str] = {}         # aggregate -> first head computing it
+    for r in readers:
+        if not r.is_aggregate:
+            continue
+        keys = _aggregated(r, pred)
+        if keys is None or len(keys) != 1:
+            return None
+        computed[r.head.pred] = keys[0]
+        named.setdefault(keys[0], r.head.pred)
+    uses: dict[str, tuple[int, str]] = {}
+    for r in readers:
+        if r.is_aggregate:
+            uses[r.name] = computed[r.head.pred]
+            continue
+        joined = [a.pred for a in r.body_atoms if a.pred in computed]
+        if len(joined) != 1:
+            return None
+        uses[r.name] = computed[joined[0]]
+    if set(named) != set(spec.aggregates):
+        return None
+    copies = {}
+    for key in spec.aggregates:
+        name = f"{pred}_{named[key]}"
+        copy, k = name, 1
+        while copy in taken:
+            k += 1
+            copy = f"{name}_{k}"
+        taken.add(copy)
+        copies[key] = copy
+    return QuerySplit(pred, copies, uses)
+
+
+def _aggregated(rule: A.Rule, pred: str) -> list[tuple[int, str]] | None:
+    """``(position in pred, func)`` of each aggregate of ``rule``'s head over its one
+    ``pred`` atom, or ``None`` if an aggregate does not read a plain argument of it."""
+    atoms = [a for a in rule.body_atoms if a.pred == pred]
+    if len(atoms) != 1:
+        return None
+    names = [a.name if isinstance(a, A.Var) and not a.anonymous else None
+             for a in atoms[0].args]
+    out = []
+    for _, agg in rule.head.aggregates:
+        if agg.var is None or agg.var.name not in names:
+            return None
+        out.append((names.index(agg.var.name), agg.func))
     return out

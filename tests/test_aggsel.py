@@ -1,11 +1,19 @@
-"""Aggregate selection (Liu et al. ICDE 2009, Sec. 6) in the PSN engine.
+"""Aggregate selection (Liu et al. ICDE 2009, Sec. 6 and Sec. 7.4) in the PSN engine.
 
 Shortest path (examples/shortest_path.ndl) on seeded random graphs with cycles, through
 insertions, deletion bursts and re-insertions, under every delivery order: the aggregate
-relations minCost, minHops, cheapestPath and fewestHops equal ``psn.evaluate``'s, with
-multi AggSel on the receiving side (fixpoint) and on the sending side (MinShip), with lazy and
-eager shipping. Also: detection on the localized program, ties kept, the next best forwarded
-when the best goes, and the pruning actually saving traffic.
+relations minCost, minHops, cheapestPath, fewestHops and shortestCheapestPath equal
+``psn.evaluate``'s with every mode:
+
+* ``multi``: one query, ``path`` pruned to the tuples best for the cost or the hop count,
+  on the receiving side (fixpoint) and on the sending side (MinShip), lazy and eager;
+* ``single``: one query per aggregate (``one_query_per_aggregate`` splits ``path`` into
+  ``path_minCost`` and ``path_minHops``), each pruned by its own aggregate;
+* ``off``: nothing pruned.
+
+Also: the split's shape and when it does not apply, detection on the localized program, ties
+kept, the next best forwarded when the best goes, every engine running the split program,
+and multi shipping less than single, which ships less than off (Liu Sec. 7.4).
 """
 
 from __future__ import annotations
@@ -16,26 +24,134 @@ from pathlib import Path
 import pytest
 
 import psn
-from graphs import random_links
-from engine import Network, prepare
+from graphs import random_links, symmetric_links
+from engine import Network, RunOptions, prepare
 from engine.aggsel import AggSelStage, Selector, selectors
 from engine.minship import MinShip
+from localize.analysis import query_splits
+from localize.passes import one_query_per_aggregate
 from ndlog.errors import InputError
+from ndlog.printer import format_rule
 from engine.transport import Placement
 from provenance.absorption import AbsorptionScheme
 
-SP = psn.load(Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl")
-AGG = ("minCost", "minHops", "cheapestPath", "fewestHops")
+ROOT = Path(__file__).resolve().parent.parent
+SP = psn.load(ROOT / "examples" / "shortest_path.ndl")
+AGG = ("minCost", "minHops", "cheapestPath", "fewestHops", "shortestCheapestPath")
 SCHEDULES = {"count": 0}
 PER_CASE = 80
 
 
-def _same(net: Network, live: list, where) -> None:
-    ref = psn.evaluate(SP, {"link": live})
+def _same(net, live: list, where, program=SP) -> None:
+    ref = psn.evaluate(program, {"link": live})
     got = net.relations()
     for pred in AGG:
         assert got[pred] == ref[pred], (where, pred)
 
+
+# -- the split (single) --------------------------------------------------------------------
+
+def test_split_copies_path_per_aggregate_and_points_each_reader_at_its_copy():
+    split = one_query_per_aggregate(SP)
+    rules = {r.name: r for r in split.rules}
+    assert split.hidden == {"path"}
+    assert [r.name for r in split.rules] == [
+        "sp1_minCost", "sp1_minHops", "path_minCost_in", "path_minHops_in",
+        "sp2_minCost", "sp2_minHops", "sp3", "sp4", "sp5", "sp6", "sp7"]
+    assert format_rule(rules["sp2_minHops"]).startswith(
+        "sp2_minHops path_minHops(@S, D, P, C, L) :- link(@S, Z, C1), "
+        "path_minHops(@Z, D, P2, C2, L2), ")
+    assert format_rule(rules["sp3"]) == \
+        "sp3 minCost(@S, D, min<C>) :- path_minCost(@S, D, P, C, L)."
+    assert format_rule(rules["sp6"]) == \
+        "sp6 fewestHops(@S, D, P, L) :- path_minHops(@S, D, P, C, L), minHops(@S, D, L)."
+    assert rules["sp7"] == next(r for r in SP.rules if r.name == "sp7")
+    assert format_rule(rules["path_minCost_in"]) == \
+        "path_minCost_in path_minCost(@A1, A2, A3, A4, A5) :- path(@A1, A2, A3, A4, A5)."
+    assert one_query_per_aggregate(split) is split            # idempotent
+    # each copy is a prunable predicate with its own aggregate only
+    plans = prepare(split).aggsel
+    assert {p: plans[p].spec.aggregates for p in plans} == {
+        "path_minCost": ((3, "min"),), "path_minHops": ((4, "min"),)}
+    assert set(plans["path_minCost"].carriers) == {"sp2_minCost_aux"}
+
+
+def test_split_analysis_names_the_copies_and_the_readers():
+    (split,) = query_splits(SP).values()
+    assert split.copies == {(3, "min"): "path_minCost", (4, "min"): "path_minHops"}
+    assert split.readers == {"sp3": (3, "min"), "sp5": (3, "min"),
+                             "sp4": (4, "min"), "sp6": (4, "min")}
+    clash = psn.parse(SP_TEXT + "extra(@S, X) :- path_minCost(@S, X).")
+    assert query_splits(clash)["path"].copies[(3, "min")] == "path_minCost_2"
+
+
+SP_TEXT = (ROOT / "examples" / "shortest_path.ndl").read_text()
+
+# one rule needs both aggregates at once: one query, not split, and single prunes nothing
+BOTH = psn.parse("""
+b1 path(@S, D, C, L) :- link(@S, D, C), L := 1.
+b2 path(@S, D, C, L) :- link(@S, Z, C1), path(@Z, D, C2, L2), C := C1 + C2, L := L2 + 1,
+                        L < 6.
+b3 best(@S, D, min<C>, min<L>) :- path(@S, D, C, L).
+""")
+
+
+def test_a_rule_with_two_aggregates_is_not_split_and_single_prunes_nothing_of_it():
+    assert query_splits(BOTH) == {}
+    assert one_query_per_aggregate(BOTH) is BOTH
+    assert selectors(prepare(BOTH), "single") == ({}, {})
+    assert set(selectors(prepare(BOTH), "multi")[0]) == {"path"}
+    links = random_links(7, 16, random.Random(3), max_cost=4)
+    want = psn.evaluate(BOTH, {"link": links})["best"]
+    for mode in ("single", "multi"):
+        net = Network(BOTH, {"link": links}, aggsel=mode, seed=4).run()
+        assert net.relations()["best"] == want, mode
+
+
+def test_base_facts_given_for_path_feed_every_copy():
+    links = [(1, 2, 5), (2, 3, 5)]
+    shortcut = [(1, 3, (1, 3), 1, 7)]            # a path fact given as input: cost 1, 7 hops
+    facts = {"link": links, "path": shortcut}
+    ref = psn.evaluate(SP, facts)
+    net = Network(SP, facts, aggsel="single", seed=2).run()
+    got = net.relations()
+    assert (1, 3, 1) in got["minCost"] and (1, 3, 1) in ref["minCost"]
+    for pred in AGG:
+        assert got[pred] == ref[pred], pred
+
+
+def test_single_on_the_unsplit_program_prunes_nothing():
+    """``single`` never prunes a predicate by some of its aggregates only (that lost
+    minHops's best paths on a dense topology)."""
+    assert selectors(prepare(SP), "single") == ({}, {})
+
+
+def test_every_engine_runs_the_split_program_when_single():
+    resolved = RunOptions(aggsel="single").resolve(prepare(SP))
+    assert "path_minCost" in resolved.program.predicates
+    assert "path" not in resolved.program.visible
+    again = RunOptions(aggsel="single").resolve(prepare(resolved.program.source))
+    assert again.program is prepare(resolved.program.source)   # the workers' resolve
+    for mode in ("multi", "off"):
+        assert RunOptions(aggsel=mode).resolve(prepare(SP)).program is prepare(SP)
+    links = symmetric_links(8, 12, random.Random(8), max_cost=4)
+    net = Network(SP, {"link": links}, aggsel="single", seed=3).run()
+    assert set(net.relations()) >= {"path_minCost", "path_minHops"}
+    assert "path" not in net.relations()
+    _same(net, links, "memory")
+
+
+def test_simulator_runs_single_and_checks_the_aggregates():
+    import topologies
+    from sim import Simulation
+    sim = Simulation(SP, topologies.make("ring", n=8), aggsel="single", seed=1,
+                     state_metrics=False)
+    steps = sim.run_workload("all; delete-links:2", check=True)
+    assert all(s.check for s in steps)
+    assert sim.aggsel == "single" and "path_minHops" in sim.relations()
+
+
+# -- detection, selectors ------------------------------------------------------------------
 
 def test_detection_maps_path_and_its_localized_auxiliary():
     receive, send = selectors(prepare(SP), "multi")
@@ -43,12 +159,15 @@ def test_detection_maps_path_and_its_localized_auxiliary():
     assert (receive["path"].group, receive["path"].aggs) == ((0, 1), ((3, "min"), (4, "min")))
     aux = send["sp2_aux"]            # sp2_aux(@S, Z, D, C1, P, C, L)
     assert (aux.group, aux.aggs) == ((0, 2), ((5, "min"), (6, "min")))
-    single, _ = selectors(prepare(SP), "single")
-    assert single["path"].aggs == ((3, "min"),)
+    single, send1 = selectors(prepare(one_query_per_aggregate(SP)), "single")
+    assert {p: s.aggs for p, s in single.items()} == {
+        "path_minCost": ((3, "min"),), "path_minHops": ((4, "min"),)}
+    assert send1["sp2_minHops_aux"].aggs == ((6, "min"),)
+    assert "path" not in send1                  # the hidden input carries nothing
     assert selectors(prepare(SP), "off") == ({}, {})
     with pytest.raises(InputError, match="aggsel"):
         selectors(prepare(SP), "both")
-    reach = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
+    reach = psn.load(ROOT / "examples" / "reachable.ndl")
     assert selectors(prepare(reach), "multi") == ({}, {})
 
 
@@ -58,6 +177,8 @@ def test_selector_keeps_ties_and_the_best_of_each_aggregate():
     assert sorted(sel.qualified(members)) == [("g", 1, 0), ("g", 1, 1), ("g", 3, 9)]
     assert sel.qualifies(("g", 1, 0), members) and not sel.qualifies(("g", 4, 2), members)
 
+
+# -- exactness through insertions and deletions ----------------------------------------------
 
 def _schedule(rng: random.Random, net: Network, links: list) -> list:
     live = list(links)
@@ -87,8 +208,8 @@ def test_shortest_path_through_insertions_and_deletions(ship, delivery):
         n = rng.randint(5, 7)
         links = random_links(n, rng.randint(n + 2, 2 * n), rng, max_cost=5)
         net = Network(SP, annotation=AbsorptionScheme(reorder=False), ship=ship,
-                      aggsel="multi", delivery=delivery, seed=seed,
-                      placement=Placement.single() if seed % 3 else None,
+                      aggsel="single" if seed % 5 == 0 else "multi", delivery=delivery,
+                      seed=seed, placement=Placement.single() if seed % 3 else None,
                       roundtrip=seed % 4 == 0,
                       contexts="worker" if seed % 6 == 0 else "process")
         live = _schedule(rng, net, links)
@@ -96,28 +217,45 @@ def test_shortest_path_through_insertions_and_deletions(ship, delivery):
         _same(net, live, (seed, ship, delivery))
 
 
+@pytest.mark.parametrize("mode", ["multi", "single"])
+def test_every_mode_exact_on_random_graphs_of_10_to_20_nodes(mode):
+    """Denser graphs than above, symmetric links as topologies give them, random delivery."""
+    for seed in range(6):
+        rng = random.Random(f"big/{seed}/{mode}")
+        n = rng.randint(10, 20)
+        links = symmetric_links(n, rng.randint(n + 2, n + n // 2), rng, max_cost=6)
+        net = Network(SP, aggsel=mode, delivery="random", seed=seed)
+        live = _schedule(rng, net, links)
+        _same(net, live, (seed, mode))
+
+
+def test_off_is_exact_on_a_sparse_random_graph():
+    rng = random.Random("off")
+    links = symmetric_links(10, 12, rng, max_cost=6)
+    net = Network(SP, aggsel="off", delivery="random", seed=5)
+    _same(net, _schedule(rng, net, links), "off")
+
+
 def test_terminates_on_a_dense_cyclic_graph_with_set_semantics():
     rng = random.Random(5)
     links = random_links(9, 40, rng, max_cost=6)
-    for aggsel in ("multi", "off"):      # set semantics keeps aggregates exact on FIFO only
+    for aggsel in ("multi", "single", "off"):   # set semantics: aggregates exact on FIFO only
         net = Network(SP, {"link": links}, annotation="set", aggsel=aggsel, seed=1,
                       delivery="fifo").run()
         _same(net, links, aggsel)
 
 
-def test_pruning_saves_traffic_and_single_prunes_on_one_aggregate():
-    rng = random.Random(11)
-    links = random_links(8, 30, rng, max_cost=9)
+def test_multi_ships_less_than_single_which_ships_less_than_off():
+    """Liu Sec. 7.4: multi-aggregate selection costs about half of single."""
+    links = symmetric_links(12, 20, random.Random(12), max_cost=5)
     sent = {}
     for mode in ("off", "single", "multi"):
         net = Network(SP, {"link": links}, annotation="absorption", aggsel=mode,
-                      delivery="random", seed=2).run()
+                      delivery="random", seed=1).run()
         sent[mode] = net.metrics["tuples_sent"]
-        got, ref = net.relations(), psn.evaluate(SP, {"link": links})
-        exact = ("minCost", "cheapestPath") if mode == "single" else AGG
-        for pred in exact:
-            assert got[pred] == ref[pred], (mode, pred)
-    assert sent["single"] <= sent["multi"] < sent["off"]
+        _same(net, links, mode)
+    assert sent["multi"] < sent["single"] < sent["off"]
+    assert sent["multi"] < 0.75 * sent["single"]
 
 
 def test_next_best_is_forwarded_when_the_best_goes():
@@ -135,6 +273,21 @@ def test_next_best_is_forwarded_when_the_best_goes():
     assert ("a", "c", 3) in got["minCost"] and ("a", "c", 3) in got["minHops"]
     assert ("a", "c", ("a", "d", "e", "c"), 3) in got["cheapestPath"]
     _same(net, links[1:], "next best")
+
+
+@pytest.mark.ray
+def test_ray_workers_run_the_split_program_when_single():
+    from psn.distributed import RayNetwork, WorkerPool, start_ray
+    start_ray()
+    pool = WorkerPool(2)
+    try:
+        links = symmetric_links(9, 13, random.Random(9), max_cost=4)
+        with RayNetwork(SP, {"link": links}, pool=pool, aggsel="single") as net:
+            net.run()
+            assert {"path_minCost", "path_minHops"} <= set(net.relations())
+            _same(net, links, "ray")
+    finally:
+        pool.close()
 
 
 def test_zz_schedule_count():

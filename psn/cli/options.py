@@ -64,7 +64,8 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                           "(every W alternatives), eager:1s (on a timer of the clock) or off")
     settings.add_argument("--aggsel", default=None, choices=("auto", "multi", "single", "off"),
                           help="aggregate selection: auto (default: multi where it applies), "
-                          "multi, single or off")
+                          "multi (prune on every aggregate at once), single (one query per "
+                          "aggregate, each pruned by its own) or off")
     settings.add_argument("--delivery", default=None, metavar="MODEL",
                           help="delivery order: random (default), fifo or adversarial, with "
                           "the simulator's timing options, e.g. random:jitter=0.5,abs=2ms or "

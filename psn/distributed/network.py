@@ -188,8 +188,10 @@ class RayNetwork:
                              roundtrip=roundtrip, ship=ship, aggsel=aggsel)
         self.options = opts
         self.source = program
-        self.program = prepare(program)
-        self.resolved = opts.resolve(self.program)
+        self.resolved = opts.resolve(prepare(program))
+        # what the workers run (split into one query per aggregate with aggsel "single");
+        # they are sent its source and resolve it again, which leaves it as it is
+        self.program = self.resolved.program
         self.annotation = self.resolved.scheme.name
         self.seed = opts.seed
         self.on_node = on_node
@@ -325,8 +327,8 @@ class RayNetwork:
 
     def _configure_all(self) -> None:
         actors = self.pool.actors[:self.workers]
-        refs = [a.configure.remote(self.epoch, i, self.key, self.source, self.options,
-                                   self.placement, actors, self.on_node)
+        refs = [a.configure.remote(self.epoch, i, self.key, self.program.source,
+                                   self.options, self.placement, actors, self.on_node)
                 for i, a in enumerate(actors)]
         try:
             ray.get(refs)
