@@ -16,6 +16,17 @@ bound; expressions mean what :mod:`ndlog.expr` says (the one meaning of expressi
 A plan is compiled once per (rule, delta position) and bound to a node's dictionaries, which
 are never replaced (only mutated), so the closures read them directly.
 
+Negated atoms (``not q(...)``) take part as atoms of the *absence* relation ``!q`` that the
+node maintains (:meth:`engine.node.Node.absent`): positions ``n .. n+m-1`` after the ``n``
+positive atoms. So a positive delta reads every negated atom from the committed state, and
+the delta of ``!q`` (``q(t)`` appeared: the absence is deleted; disappeared: inserted) is a
+delta rule like any other, with the positive atoms read from ν::
+
+    <±, h> :- b1ν, ..., bnν, !q1ν, ..., Δ!qk, !q(k+1), ..., !qm
+
+A negated atom is looked up (every argument is bound, by the checker's safety rule) as soon
+as its variables are bound, and contributes the absence's annotation to the body's parts.
+
 Deliberately not here: picking, committing, annotations beyond handing the body's
 (fact, value) parts to the scheme's ``derive``, routing beyond computing the head's location
 value.
@@ -28,6 +39,8 @@ from typing import Callable
 
 from ndlog import ast as A
 from ndlog.expr import compile_compare, compile_term
+
+from .program import absence_pred
 
 __all__ = ["compile_delta_rules", "plan_order"]
 
@@ -67,14 +80,25 @@ def _bound_args(atom: A.Atom, bound: set[str]) -> int:
 
 
 def plan_order(rule: A.Rule, delta: int) -> list:
-    """The evaluation order of the delta rule for body atom ``delta``: a list of
-    ``("atom", j)`` and ``("lit", literal)`` items, the delta atom first, then greedily the
-    atom with most bound arguments, each literal as soon as its variables are bound."""
+    """The evaluation order of the delta rule for body position ``delta``: a list of
+    ``("atom", j)``, ``("neg", k)`` and ``("lit", literal)`` items, the delta atom first
+    (``("neg", delta - n)`` for a negated atom, ``n`` positive atoms), then greedily the
+    positive atom with most bound arguments, each literal and negated atom as soon as its
+    variables are bound."""
     atoms = rule.body_atoms
-    lits = [lit for lit in rule.body if not isinstance(lit, A.Atom)]
-    order: list = [("atom", delta)]
-    bound = {v.name for v in A.literal_vars(atoms[delta])}
-    left = [j for j in range(len(atoms)) if j != delta]
+    negs = rule.negated_atoms
+    n = len(atoms)
+    lits = [lit for lit in rule.body if not isinstance(lit, (A.Atom, A.Negated))]
+    if delta < n:
+        order: list = [("atom", delta)]
+        bound = {v.name for v in A.literal_vars(atoms[delta])}
+        left = [j for j in range(n) if j != delta]
+        waiting = list(range(len(negs)))
+    else:
+        order = [("neg", delta - n)]
+        bound = {v.name for v in A.literal_vars(negs[delta - n])}
+        left = list(range(n))
+        waiting = [k for k in range(len(negs)) if k != delta - n]
 
     def flush_lits():
         progress = True
@@ -88,6 +112,10 @@ def plan_order(rule: A.Rule, delta: int) -> list:
                     if name:
                         bound.add(name)
                     progress = True
+            for k in list(waiting):
+                if {v.name for v in A.literal_vars(negs[k])} <= bound:
+                    order.append(("neg", k))
+                    waiting.remove(k)
     flush_lits()
     while left:
         j = max(left, key=lambda k: (_bound_args(atoms[k], bound), -k))
@@ -97,6 +125,7 @@ def plan_order(rule: A.Rule, delta: int) -> list:
         flush_lits()
     for lit in lits:  # unsafe leftovers: evaluated last (the checker rejects these)
         order.append(("lit", lit))
+    order.extend(("neg", k) for k in waiting)
     return order
 
 
@@ -187,7 +216,9 @@ def compile_delta_rules(node, rules, program) -> dict[str, list[Callable]]:
 
     Returns ``predicate -> [fire(sign, tuple, delta_annotation, out)]``: calling ``fire``
     appends ``(destination node, (sign, head_pred, head_tuple, annotation))`` to ``out`` for
-    every derivation, as Nigam et al. 2012, Sec. 2.3 / Fig. 2 ``fireRules``.
+    every derivation, as Nigam et al. 2012, Sec. 2.3 / Fig. 2 ``fireRules``. The delta
+    rules of a negated atom ``not q(...)`` are filed under ``!q``
+    (:func:`engine.program.absence_pred`), the updates of the absence relation.
     """
     table: dict[str, list[Callable]] = {}
     for rule in rules:
@@ -195,6 +226,9 @@ def compile_delta_rules(node, rules, program) -> dict[str, list[Callable]]:
         for i, atom in enumerate(atoms):
             fire = _compile_one(node, rule, i, program)
             table.setdefault(atom.pred, []).append(fire)
+        for k, atom in enumerate(rule.negated_atoms):
+            fire = _compile_one(node, rule, len(atoms) + k, program)
+            table.setdefault(absence_pred(atom.pred), []).append(fire)
     return table
 
 
@@ -206,10 +240,24 @@ def _plan(rule: A.Rule, delta: int, cache: dict):
     if hit is not None and hit[0] is rule:
         return hit[1]
     atoms = rule.body_atoms
+    negs = rule.negated_atoms
+    n = len(atoms)
     order = plan_order(rule, delta)
     steps = []
     bound: set[str] = set()
     for k, (kind, x) in enumerate(order):
+        if kind == "neg" and k:
+            atom = negs[x]
+            _, key_parts, _, _, _ = _analyse_atom(atom, bound)   # every argument bound
+            steps.append(("neg", n + x, (atom.pred, _key_fn(key_parts))))
+            continue
+        if kind == "neg":                     # the delta of the absence relation
+            atom = negs[x]
+            key_pos, key_parts, binds, same, post = _analyse_atom(atom, set())
+            consts = [(p, f) for p, (_, f) in zip(key_pos, key_parts)]
+            steps.append(("delta", n + x, _match_fn(binds, same, post, consts)))
+            bound |= {v.name for v in A.literal_vars(atom)}
+            continue
         if kind == "lit":
             name = _lit_binds(x, bound)
             if name is not None:
@@ -255,7 +303,8 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
     scheme, ctx = node.scheme, node.ctx
     atoms = rule.body_atoms
     uses_parts = scheme.uses_parts
-    parts = [[a.pred, None, None] for a in atoms]
+    parts = [[a.pred, None, None] for a in atoms] + \
+        [[absence_pred(a.pred), None, None] for a in rule.negated_atoms]
     cell = [1, None]  # current sign, output list
     hpred = rule.head.pred
     steps, head_fn = _plan(rule, delta, program.plan_cache)
@@ -291,6 +340,8 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
         elif kind == "delta":
             fire = _delta_step(data, nxt, parts[x] if uses_parts else None, cell,
                                parts[delta])
+        elif kind == "neg":
+            nxt = _absent_step(node, data, nxt, parts[x] if uses_parts else None, x < delta)
         else:
             nxt = _atom_step(node, data, nxt, parts[x] if uses_parts else None, x < delta)
     assert fire is not None
@@ -325,6 +376,24 @@ def _delta_step(match, nxt, part, cell, delta_part):
                 part[1] = tup
             nxt(env)
     return fire
+
+
+def _absent_step(node, data, nxt, part, view_nu: bool):
+    """A negated atom: continue if its relation holds no tuple equal to the bound arguments
+    (in ν if ``view_nu``, else in the committed state), with the absence's annotation
+    (:meth:`engine.node.Node.absent`) as the body part."""
+    pred, key_fn = data
+    absent = node.absent
+
+    def step(env):
+        t = key_fn(env)
+        a = absent(pred, t, view_nu)
+        if a is not None:
+            if part is not None:
+                part[1] = t
+                part[2] = a
+            nxt(env)
+    return step
 
 
 def _atom_step(node, data, nxt, part, view_nu: bool):

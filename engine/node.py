@@ -22,6 +22,19 @@ receives updates ``(sign, pred, tuple, annotation)`` into its queue and, on :met
 The node is pure and deterministic: the same sequence of ``receive`` and ``step`` calls gives
 the same outputs. It knows nothing about transports, workers, clocks or wire formats.
 
+**Negation.** For every predicate ``q`` some rule reads under ``not``, the node maintains the
+*absence relation* ``!q``: ``!q(t)`` holds while ``q(t)`` is absent from the node. Its updates
+are made by the node itself, once per step, from the presence changes of ``q`` between the
+committed state and ν (:meth:`Node._absence_deltas`): ``q(t)`` appeared, so the absence
+ends (a deletion of ``!q(t)`` with the absence's annotation, ``scheme.absence_ends``); ``q(t)``
+disappeared, so a new absence begins (an insertion with a fresh annotation,
+``scheme.absence``). They are fired like picked updates (the delta rules of negated atoms,
+:mod:`engine.compile`), so what was derived from an absence is retracted when the fact
+appears and derived again, under a new annotation, when it disappears. An absence's
+annotation is made the first time a join reads it (:meth:`Node.absent`) or when it begins,
+so a node keeps annotations only for the absences its rules have used. Why the result is
+the stratified model whatever the delivery order: ``docs/provenance.md``, "Negation".
+
 A scheme with ``commit_on_arrival`` (the original PSN, :mod:`provenance.failure_modes`) gets
 another step, chosen once when the node is made: every update that arrived changes the state
 first (pick and commit), and the delta rules then fire against that state (Nigam et al. 2012,
@@ -42,10 +55,11 @@ from provenance.base import AnnotationBudgetExceeded
 from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
-from .guards import budget_error
-from .program import CENTRAL, EngineProgram
+from .guards import UnsafeAnnotationError, budget_error
+from .program import CENTRAL, EngineProgram, absence_pred
 
-__all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact", "EVERY_FACT"]
+__all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact", "EVERY_FACT",
+           "check_negation"]
 
 #: ``(sign, predicate, tuple, annotation)`` with sign ``1`` (insertion) or ``-1`` (deletion).
 Update = tuple
@@ -132,6 +146,33 @@ class SendStage(Protocol):
         """End of stream: return buffered ``[(destination, update)]``."""
 
 
+def check_negation(scheme, program: EngineProgram) -> None:
+    """Refuse a scheme that cannot maintain negated atoms exactly on ``program``.
+
+    Set semantics cannot: an insertion into a negated relation deletes what was derived from
+    the fact's absence, and a later absence derives it again, so one fact sees insertions
+    and deletions that set semantics cannot count (nor can the failure modes of earlier
+    algorithms). A scheme maintains negation when its ``negation`` attribute is true.
+
+    Raises
+    ------
+    engine.guards.UnsafeAnnotationError
+        Pointing at the first negated atom, naming the annotations that work.
+    """
+    if getattr(scheme, "negation", False):
+        return
+    rule = next(r for r in program.source.rules if r.negations) \
+        if any(r.negations for r in program.source.rules) else None
+    neg = rule.negations[0] if rule is not None else None
+    raise UnsafeAnnotationError(
+        f"annotation '{scheme.name}' cannot maintain negation: "
+        + (f"rule {rule.name} reads 'not {neg.pred}', and " if rule is not None else "")
+        + "a fact that appears in a negated relation deletes what was derived from its "
+        "absence, which this annotation cannot do exactly",
+        neg.span if neg is not None else None, program.source.source,
+        hint="use --annotation absorption (the default) or --annotation derivation")
+
+
 class NodeMetrics:
     """Counters of one node (engine side; traffic is counted by the transport)."""
 
@@ -196,6 +237,13 @@ class Node:
             self.table(pred)
         self.aggregates = {pred: AggregateOperator(spec)
                            for pred, spec in program.aggregates.items()}
+        #: predicates read under ``not``; their absences (committed, and begun this step)
+        self.negated = program.negated
+        if self.negated:
+            check_negation(scheme, program)
+        self._absence: dict[str, dict[tuple, Any]] = {p: {} for p in self.negated}
+        self._absence_nu: dict[str, dict[tuple, Any]] = {p: {} for p in self.negated}
+        self._flips: list[tuple[str, tuple, bool]] = []
         self.fire_table = compile_delta_rules(self, program.rules, program)
         if getattr(scheme, "commit_on_arrival", False):
             #: deltas of updates that arrived (and changed the state) but have not fired
@@ -255,6 +303,73 @@ class Node:
             return idx.get(key_fn(env), ())
         return lookup
 
+    def absent(self, pred: str, t: tuple, view_nu: bool) -> Any:
+        """The stored annotation of the absence ``!pred(t)``, or None if ``pred(t)`` is
+        present (in ν if ``view_nu``, else committed). An absence read for the first time
+        gets its annotation now (``scheme.absence``), except that of a fact that appears in
+        this step, which no committed fact has been joined with: it reads as present, and
+        its end fires nothing (:meth:`_absence_deltas`), which changes no result."""
+        state_p = self.state[pred]
+        over = self.nu[pred]
+        if view_nu and over and t in over:
+            if over[t] is not None:
+                return None
+            if t in state_p:                       # it disappeared in this step
+                return self._absence_nu[pred][t]
+        if t in state_p:
+            return None
+        have = self._absence[pred]
+        v = have.get(t)
+        if v is None:
+            if over and over.get(t) is not None:   # appears in this step, never read
+                return None
+            scheme = self.scheme
+            v = have[t] = scheme.singleton(scheme.absence(self.ctx, (absence_pred(pred), t)))
+        return v
+
+    def absence_of(self, pred: str, t: tuple) -> Any:
+        """The committed annotation of the absence ``!pred(t)`` if ``pred(t)`` is absent
+        and a rule has read its absence, else None (read-only: makes no annotation)."""
+        if t in self.state[pred]:
+            return None
+        have = self._absence.get(pred)
+        return None if have is None else have.get(t)
+
+    def _absence_deltas(self, picked: list) -> None:
+        """Append to ``picked`` the updates of the absence relations: for each fact of a
+        negated predicate whose presence ν changes, the end of its absence (a deletion) or
+        the beginning of a new one (an insertion with a fresh annotation)."""
+        scheme, ctx = self.scheme, self.ctx
+        flips = self._flips
+        for pred in self._touched:
+            if pred not in self.negated:
+                continue
+            state_p, over = self.state[pred], self.nu[pred]
+            apred = absence_pred(pred)
+            for t, s in over.items():
+                was, now = t in state_p, s is not None
+                if was == now:
+                    continue
+                flips.append((pred, t, now))
+                if now:                               # appeared: the absence ends
+                    v = self._absence[pred].get(t)
+                    if v is not None:
+                        picked.append((-1, apred, t, scheme.absence_ends(ctx, (apred, t), v)))
+                else:                                 # disappeared: a new absence begins
+                    ann = scheme.absence(ctx, (apred, t))
+                    self._absence_nu[pred][t] = scheme.singleton(ann)
+                    picked.append((1, apred, t, ann))
+
+    def _commit_absences(self) -> None:
+        """The absences as of the committed state: ended ones are dropped, begun ones
+        become committed."""
+        for pred, t, appeared in self._flips:
+            if appeared:
+                self._absence[pred].pop(t, None)
+            else:
+                self._absence[pred][t] = self._absence_nu[pred].pop(t)
+        self._flips.clear()
+
     # -- queue ---------------------------------------------------------------------------
     def receive(self, update: Update) -> None:
         """Put an update into the queue U."""
@@ -303,10 +418,12 @@ class Node:
         return self._send(self._commit(), out)
 
     def _fire(self, picked: list, out: list) -> None:
-        """Run the pick stages on ``picked``, then fire the delta rules of each update
-        into ``out``."""
+        """Run the pick stages on ``picked``, add the updates of the absence relations
+        (:meth:`_absence_deltas`), then fire the delta rules of each update into ``out``."""
         for stage in self.pick_stages:
             picked = stage.picked(self, picked)
+        if self.negated:
+            self._absence_deltas(picked)
         fire_table = self.fire_table
         for sign, pred, tup, delta in picked:
             fns = fire_table.get(pred)
@@ -494,6 +611,8 @@ class Node:
             over.clear()
         self._touched.clear()
         self._nu_cache.clear()
+        if self._flips:
+            self._commit_absences()
         return changes
 
     def _aggregate(self, changes, out: list) -> None:

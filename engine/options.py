@@ -16,7 +16,8 @@ Defaults (the safe, fast choice):
   none;
 - ``aggsel="auto"``: aggregate selection (Liu Sec. 6) wherever the program has a prunable
   aggregate and the scheme is idempotent (not for derivation sets, which count
-  multiplicities), else off;
+  multiplicities), else off; ``"single"`` runs the program split into one query per
+  aggregate (:attr:`Resolved.program`, Liu Sec. 7.4);
 - ``delivery="random"``: any update may overtake any other;
 - ``max_updates=None``: no bound on the updates the nodes of a run send, except for a
   scheme that may never reach quiescence (``may_not_terminate``: derivation counts on
@@ -68,7 +69,10 @@ class RunOptions:
     ship:
         MinShip: ``lazy``, ``eager``, ``eager:W``, ``off``; ``None`` is the default.
     aggsel:
-        Aggregate selection: ``auto``, ``multi``, ``single`` or ``off``.
+        Aggregate selection: ``auto``, ``multi`` (a pruned predicate keeps the tuples
+        best for at least one of its aggregates), ``single`` (one query per aggregate,
+        each pruned by its own: :func:`localize.passes.one_query_per_aggregate`) or
+        ``off``.
     delivery:
         Delivery model (``fifo``, ``random``, ``adversarial`` with options, see
         :func:`engine.delivery.make_delivery`).
@@ -174,14 +178,18 @@ class RunOptions:
         from provenance import get_scheme
         scheme = _budgeted(get_scheme(self.annotation), self)
         _refuse_unsafe_scheme(scheme, self.unsafe)
+        if program.negated:
+            from .node import check_negation
+            check_negation(scheme, program)
         problem = None
         if not scheme.tracks_derivations and not self.unsafe:
             from .guards import set_deletion_problem
             problem = set_deletion_problem(program.source)
             _refuse_reordered_aggregates(scheme, program, self.delivery)
-        return Resolved(self, scheme, _ship(self.ship, scheme),
-                        _aggsel(self.aggsel, scheme, program), problem,
-                        _max_updates(self.max_updates, scheme))
+        aggsel = _aggsel(self.aggsel, scheme, program)
+        return Resolved(self, scheme, _ship(self.ship, scheme), aggsel, problem,
+                        _max_updates(self.max_updates, scheme),
+                        _aggsel_program(program, aggsel))
 
     def memory_guard(self, share: int = 1):
         """The :class:`engine.guards.MemoryGuard` of ``max_memory``, divided among
@@ -220,6 +228,11 @@ class Resolved:
     max_updates:
         Updates sent after which the run stops without quiescence, or ``None``
         (unbounded).
+    program:
+        The :class:`~engine.program.EngineProgram` every engine runs: the one resolved,
+        or with ``aggsel="single"`` the same program split into one query per aggregate
+        (:func:`localize.passes.one_query_per_aggregate`, Liu Sec. 7.4), prepared.
+        Resolving that split program again gives it back unchanged.
     """
 
     options: RunOptions
@@ -228,6 +241,7 @@ class Resolved:
     aggsel: str
     deletion_problem: str | None = None
     max_updates: int | None = None
+    program: Any = None
 
     def check_deletions(self, program, because: str) -> None:
         """Refuse deletions (``because`` says what deletes) when this scheme cannot make
@@ -321,6 +335,18 @@ def _ship(text: str | None, scheme) -> tuple | None:
                          f"'{scheme.name}' keeps none",
                          hint="use --annotation absorption, or --ship off")
     return parsed
+
+
+def _aggsel_program(program, aggsel: str):
+    """The program the engines run: with single-aggregate selection, one query per
+    aggregate (the one place that rewrite is applied; every engine runs
+    :attr:`Resolved.program`)."""
+    if aggsel != "single":
+        return program
+    from localize.passes import one_query_per_aggregate
+    from .program import prepare
+    split = one_query_per_aggregate(program.source)
+    return program if split is program.source else prepare(split)
 
 
 def _aggsel(mode: str, scheme, program) -> str:

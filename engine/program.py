@@ -1,7 +1,12 @@
-"""Prepare a program for the engine: localize, rewrite head aggregates, find locations.
+"""Prepare a program for the engine: lift expressions, localize, rewrite head aggregates,
+find locations.
 
-Role: the one step between the language front-end and the engine. A distributed program is
-localized first (``psn.localize``; Nigam et al. 2012, Sec. 2.1) unless every rule body
+Role: the one step between the language front-end and the engine. Expression arguments of
+body atoms are lifted to variables first (:func:`ndlog.rewrite.lift_atom_expressions`: a
+delta rule may start from any body atom, so no atom may hold an expression over variables
+another atom binds; lifting before localization lets the localizer evaluate the equality
+test wherever its variables are bound). A distributed program is then
+localized (``psn.localize``; Nigam et al. 2012, Sec. 2.1) unless every rule body
 already lives at one location; then each aggregate rule is split into a *contribution* rule
 and an incremental aggregate operator (:mod:`engine.aggregate`), so that the engine's delta
 rules only ever see plain heads.
@@ -29,15 +34,26 @@ from dataclasses import dataclass, field
 
 from ndlog import ast as A
 from ndlog.errors import LocalizationError
+from ndlog.rewrite import lift_atom_expressions
 
 __all__ = ["EngineProgram", "AggregateSpec", "prepare", "split_aggregates", "is_local",
-           "CENTRAL", "AGG_PREFIX"]
+           "CENTRAL", "AGG_PREFIX", "ABSENCE_PREFIX", "absence_pred"]
 
 #: The single node of a centralized program (no ``@`` anywhere).
 CENTRAL = "<central>"
 
 #: Prefix of contribution predicates (not a valid NDlog name, so never user-visible).
 AGG_PREFIX = "__agg_"
+
+#: Prefix of absence relations: ``!q(t)`` holds at a node while ``q(t)`` is absent there
+#: (not an NDlog name; the relation is kept by :class:`engine.node.Node`, never stored).
+ABSENCE_PREFIX = "!"
+
+
+def absence_pred(pred: str) -> str:
+    """The absence relation of ``pred``, whose updates fire the delta rules of the negated
+    atoms ``not pred(...)`` (``!pred``)."""
+    return ABSENCE_PREFIX + pred
 
 
 @dataclass(frozen=True)
@@ -93,6 +109,9 @@ class EngineProgram:
     aggsel: dict = field(default_factory=dict)
     #: compiled, node-independent pieces of join plans (filled by engine.compile)
     plan_cache: dict = field(default_factory=dict, repr=False)
+    #: predicates some rule of ``program`` reads under ``not`` (their absences are
+    #: maintained by every node, :class:`engine.node.Node`)
+    negated: frozenset[str] = field(default_factory=frozenset)
 
     def location(self, pred: str, tup: tuple):
         """The node that stores ``pred(tup)``."""
@@ -194,10 +213,14 @@ def prepare(program: A.Program) -> EngineProgram:
 def _prepare(program: A.Program) -> EngineProgram:
     from localize.analysis import aggsel_plans
     distributed = program.distributed
-    local = _localize(program) if distributed else program
+    lifted = lift_atom_expressions(program)
+    if program.negated:
+        from localize.negation import check_locations
+        check_locations(lifted)
+    local = _localize(lifted) if distributed else lifted
     rewritten, specs = split_aggregates(local)
     loc = _locations(rewritten)
     visible = frozenset(p for p in local.predicates if p not in local.hidden)
     return EngineProgram(program, rewritten, rewritten.rules, specs, loc, rewritten.hidden,
                          distributed, visible, rewritten.predicates,
-                         aggsel=aggsel_plans(program, local))
+                         aggsel=aggsel_plans(program, local), negated=rewritten.negated)

@@ -48,6 +48,9 @@ derivation shipped: :func:`why` gives up with :class:`TooLarge` once a fact it d
 on passes :data:`MAX_PRODUCTS` derivations (reachable, 100 nodes and 200 links: the
 cycles through one node pass 2,000 after 5 s of CPU, 5,000 after about 40 s).
 
+A negated atom ``not q(t)`` contributes the variable of the live absence of ``q(t)``
+(``docs/provenance.md``, "Negation"): a leaf of the cone, printed ``not q(...)``.
+
 Aggregate selection (Liu Sec. 6) leaves derivations out on purpose (a node keeps facts
 it does not fire); with it the formula may leave out derivations through the facts it
 held back.
@@ -66,6 +69,7 @@ from ndlog.expr import compile_compare, compile_term
 from provenance.posbool import POSBOOL, Antichain
 from .minship import stage_of
 from .node import format_fact
+from .program import ABSENCE_PREFIX
 
 __all__ = ["why", "why_sets", "NotDerived", "TooLarge", "MAX_PRODUCTS"]
 
@@ -323,10 +327,23 @@ class _Facts:
         self._index: dict[tuple, dict] = {}
 
     def stored(self, fact: Fact) -> tuple[Any, Any]:
-        """``(node, stored provenance)`` of a present fact."""
+        """``(node, stored provenance)`` of a present fact, or of a live absence
+        ``("!q", t)`` (its variable)."""
         pred, tup = fact
+        if pred.startswith(ABSENCE_PREFIX):
+            node, value = self._absence(pred[len(ABSENCE_PREFIX):], tup)
+            return node, value
         node = self.net.nodes[self.net.program.location(pred, tup)]
         return node, node.state[pred][tup]
+
+    def _absence(self, pred: str, tup: tuple) -> tuple[Any, Any]:
+        node = self.net.nodes.get(self.net.program.location(pred, tup))
+        return node, (None if node is None else node.absence_of(pred, tup))
+
+    def absent(self, pred: str, tup: tuple) -> bool:
+        """True if ``pred(tup)`` is absent from its node and a rule has read the absence
+        there (it then has an annotation: :meth:`engine.node.Node.absence_of`)."""
+        return self._absence(pred, tup)[1] is not None
 
     def lookup(self, pred: str, positions: tuple[int, ...], key: tuple) -> Iterator[tuple]:
         """The present tuples of ``pred`` whose values at ``positions`` are ``key``."""
@@ -398,12 +415,20 @@ def _ready(lit, bound: set[str]) -> bool:
 
 def _plan(rule: A.Rule, bound: set[str]) -> list[tuple[str, Any]]:
     """The join order of ``rule``'s body given the variables ``bound`` at the start, as
-    compiled steps (:func:`_solve`)."""
+    compiled steps (:func:`_solve`). A negated atom is a step once its variables are
+    bound: it matches the live absence of its fact (a body part ``("!q", t)``)."""
     bound = set(bound)
     atoms = list(rule.body_atoms)
-    lits = [lit for lit in rule.body if not isinstance(lit, A.Atom)]
+    negs = [lit.atom for lit in rule.negations]
+    lits = [lit for lit in rule.body if not isinstance(lit, (A.Atom, A.Negated))]
     steps: list[tuple[str, Any]] = []
-    while atoms or lits:
+    while atoms or lits or negs:
+        neg = next((x for x in negs if _vars(x) <= bound), None)
+        if neg is not None:
+            negs.remove(neg)
+            fns = [compile_term(t) for t in neg.args]
+            steps.append(("neg", (neg.pred, lambda env, fns=fns: tuple(f(env) for f in fns))))
+            continue
         lit = next((x for x in lits if _ready(x, bound)), None)
         if lit is not None:
             lits.remove(lit)
@@ -411,7 +436,8 @@ def _plan(rule: A.Rule, bound: set[str]) -> list[tuple[str, Any]]:
             bound |= _vars(lit)
             continue
         if not atoms:         # the static checks reject such a rule (unsafe)
-            raise RuntimeError(f"rule {rule.name}: {lits[0]} never has its variables bound")
+            raise RuntimeError(f"rule {rule.name}: {(lits or negs)[0]} never has its "
+                               "variables bound")
         atom = max(atoms, key=lambda a: _bound_count(a, bound))   # first of the best
         atoms.remove(atom)
         steps.append(("atom", _atom_step(atom, bound)))
@@ -489,6 +515,13 @@ def _solve(steps: list, i: int, env: dict, body: tuple, facts: _Facts
         e = step(env)
         if e is not None:
             yield from _solve(steps, i + 1, e, body, facts)
+        return
+    if kind == "neg":
+        pred, key = step
+        t = key(env)
+        if facts.absent(pred, t):
+            yield from _solve(steps, i + 1, env, body + ((ABSENCE_PREFIX + pred, t),),
+                              facts)
         return
     pred, positions, key, match = step
     for t in facts.lookup(pred, positions, key(env)):

@@ -7,7 +7,8 @@ is *link-restricted* when its locations are connected by link atoms (a body atom
 naming ``Z``); the atoms at the other locations are evaluated there and their bindings shipped,
 step by step along the links, to the node the rule runs at, through hidden auxiliary
 predicates. The passes are in :mod:`localize.passes`, the analyses in
-:mod:`localize.analysis`. :func:`unfold_hidden` inlines the auxiliaries again, for analyses
+:mod:`localize.analysis`; negated atoms go through them as placeholders
+(:mod:`localize.negation`). :func:`unfold_hidden` inlines the auxiliaries again, for analyses
 that look for the shape of the rules the user wrote (aggregate selection).
 
 Deliberately not here: evaluation (a localized program is run by the engine or by
@@ -24,6 +25,7 @@ from ndlog import ast as A
 from ndlog.errors import InputError
 
 from .analysis import plan_rule, show_location
+from .negation import hide_negations, restore_negations
 from .passes import PASSES, Event, unfold_hidden
 
 __all__ = ["localize", "explain", "Explanation", "PASSES", "unfold_hidden"]
@@ -34,10 +36,10 @@ def _run(program: A.Program, log: list | None) -> A.Program:
         return program
     for rule in program.rules:  # reject before rewriting anything
         plan_rule(rule, program.source)
-    out = program
+    out = hide_negations(program)  # negated atoms travel as placeholders (localize.negation)
     for p in PASSES:
         out = p(out, log=log)
-    return out
+    return restore_negations(out, program, log=log)
 
 
 def localize(program: A.Program, **options) -> A.Program:

@@ -24,6 +24,11 @@ Naming (deterministic, and never clashing with a name already in the program):
 Mirrors and auxiliary predicates are added to ``Program.hidden``. No ``materialize`` is made
 for them: they are derived, and lifetimes and keys apply to base tuples only.
 
+One more pass is not part of localization: :func:`one_query_per_aggregate`, the rewrite
+behind single-aggregate selection (Liu et al. 2009, Sec. 7.4), which the engine applies
+before localizing when a run's aggregate selection is ``single``
+(:meth:`engine.options.RunOptions.resolve`).
+
 Deliberately not here: deciding whether and how a rule can be localized (that is
 :mod:`localize.analysis`) and printing (:mod:`ndlog.printer`).
 """
@@ -35,10 +40,11 @@ from typing import Iterable
 
 from ndlog import ast as A
 
-from .analysis import Plan, Step, mirror_index, plan_rule, same_location, show_location
+from .analysis import (Plan, Step, mirror_index, plan_rule, query_splits, same_location,
+                       show_location)
 
 __all__ = ["Event", "add_link_mirrors", "ship_remote_atoms", "name_unnamed_rules", "PASSES",
-           "unfold_hidden",
+           "unfold_hidden", "one_query_per_aggregate",
            "mirror_name", "suffix_names"]
 
 
@@ -46,7 +52,8 @@ __all__ = ["Event", "add_link_mirrors", "ship_remote_atoms", "name_unnamed_rules
 class Event:
     """One rule made by a pass: ``origin`` is the name of the input rule it comes from,
     ``kind`` is ``"mirror"``, ``"ship"``, ``"residual"`` or ``"renamed"`` (an unnamed rule
-    given the name the parser will give it), ``why`` says why in words."""
+    given the name the parser will give it), or for :func:`one_query_per_aggregate`
+    ``"copy"``, ``"reader"`` or ``"input"``; ``why`` says why in words."""
 
     origin: str
     kind: str
@@ -453,6 +460,8 @@ def _subst_lit(lit: A.Literal, env: dict[str, A.Term]) -> A.Literal:
         if isinstance(target, A.Var):
             return A.Assign(target, _subst(lit.expr, env), lit.span)
         return A.Compare("==", target, _subst(lit.expr, env), lit.span)
+    if isinstance(lit, A.Negated):
+        return A.Negated(_subst_lit(lit.atom, env), lit.span)
     return A.Compare(lit.op, _subst(lit.left, env), _subst(lit.right, env), lit.span)
 
 
@@ -506,7 +515,7 @@ def unfold_hidden(program: A.Program) -> A.Program:
         by_head.setdefault(r.head.pred, []).append(r)
     for pred in program.hidden:
         rules = by_head.get(pred, [])
-        if len(rules) == 1 and not rules[0].is_aggregate \
+        if len(rules) == 1 and not rules[0].is_aggregate and pred not in program.negated \
                 and all(a.pred != pred for a in rules[0].body_atoms):
             defs[pred] = rules[0]
     if not defs:
@@ -533,3 +542,132 @@ def unfold_hidden(program: A.Program) -> A.Program:
                 merged.append(lit)
         rules.append(A.Rule(rule.name, rule.head, tuple(merged), rule.named, rule.span))
     return program.with_(rules=tuple(rules), hidden=program.hidden - frozenset(defs))
+
+
+# -- one_query_per_aggregate (single-aggregate selection) -------------------------------
+
+def _rename_atoms(lits: Iterable[A.Literal], names: dict[str, str]) -> tuple:
+    return tuple(_renamed(lit, names) for lit in lits)
+
+
+def _renamed(lit: A.Literal, names: dict[str, str]) -> A.Literal:
+    """``lit`` with its predicate renamed by ``names`` (atoms, negated atoms too)."""
+    if isinstance(lit, A.Atom) and lit.pred in names:
+        return A.Atom(names[lit.pred], lit.args, lit.loc, lit.span)
+    if isinstance(lit, A.Negated) and lit.atom.pred in names:
+        return A.Negated(_renamed(lit.atom, names), lit.span)
+    return lit
+
+
+def _input_rule(name: str, pred: str, copy: str, head: A.Atom, span) -> A.Rule:
+    """``copy(@A1, ..., An) :- pred(@A1, ..., An).``: base facts of ``pred`` feed ``copy``."""
+    vs = tuple(A.Var(f"A{i + 1}") for i in range(head.arity))
+    return A.Rule(name, A.Atom(copy, vs, head.loc, head.span),
+                  (A.Atom(pred, vs, head.loc, head.span),), True, span)
+
+
+def one_query_per_aggregate(program: A.Program, *, log: list | None = None) -> A.Program:
+    """Split every prunable predicate with several aggregates into one copy per aggregate,
+    so that each copy is pruned by its own aggregate only: single-aggregate selection.
+
+    Liu et al. (2009, Sec. 7.4) compare multi-aggregate selection, which prunes ``path`` to
+    the tuples best for the cost *or* the hop count in one query, with what a system without
+    it does: one query per aggregate, each pruned by its aggregate. This pass writes those
+    queries into one program. For each predicate ``P`` of
+    :func:`localize.analysis.query_splits` (aggregates ``a_1 .. a_k``, ``k >= 2``):
+
+    * every rule deriving ``P`` is copied once per aggregate into ``P_<head>``, named
+      ``<rule>_<head>``, with ``P`` renamed in its (recursive) body;
+    * every rule reading ``P`` reads the copy of the aggregate it aggregates
+      (``minCost :- path``) or joins with (``cheapestPath :- path, minCost``);
+    * ``P`` itself is no longer derived: it is hidden, and a rule ``<copy>_in`` feeds any
+      base facts given for it into each copy (none in shortest path).
+
+    Each copy has one aggregate, so aggregate selection prunes it by that aggregate only
+    (:func:`engine.aggsel.selectors`); the aggregate relations are those of the program as
+    written, while the copies are what each query keeps of ``P``. Returns ``program``
+    itself when there is nothing to split, so the pass is idempotent.
+
+    Examples
+    --------
+    Before (shortest path, Liu Query 2)::
+
+        sp1 path(@S, D, P, C, L) :- link(@S, D, C), P := f_concat(S, D), L := 1.
+        sp2 path(@S, D, P, C, L) :- link(@S, Z, C1), path(@Z, D, P2, C2, L2), ...
+        sp3 minCost(@S, D, min<C>) :- path(@S, D, P, C, L).
+        sp4 minHops(@S, D, min<L>) :- path(@S, D, P, C, L).
+        sp5 cheapestPath(@S, D, P, C) :- path(@S, D, P, C, L), minCost(@S, D, C).
+        sp6 fewestHops(@S, D, P, L) :- path(@S, D, P, C, L), minHops(@S, D, L).
+
+    After (``path`` hidden)::
+
+        sp1_minCost path_minCost(@S, D, P, C, L) :- link(@S, D, C), P := ..., L := 1.
+        sp1_minHops path_minHops(@S, D, P, C, L) :- link(@S, D, C), P := ..., L := 1.
+        path_minCost_in path_minCost(@A1, A2, A3, A4, A5) :- path(@A1, A2, A3, A4, A5).
+        path_minHops_in path_minHops(@A1, A2, A3, A4, A5) :- path(@A1, A2, A3, A4, A5).
+        sp2_minCost path_minCost(@S, D, P, C, L) :- link(@S, Z, C1),
+                                                    path_minCost(@Z, D, P2, C2, L2), ...
+        sp2_minHops path_minHops(@S, D, P, C, L) :- link(@S, Z, C1),
+                                                    path_minHops(@Z, D, P2, C2, L2), ...
+        sp3 minCost(@S, D, min<C>) :- path_minCost(@S, D, P, C, L).
+        sp4 minHops(@S, D, min<L>) :- path_minHops(@S, D, P, C, L).
+        sp5 cheapestPath(@S, D, P, C) :- path_minCost(@S, D, P, C, L), minCost(@S, D, C).
+        sp6 fewestHops(@S, D, P, L) :- path_minHops(@S, D, P, C, L), minHops(@S, D, L).
+    """
+    splits = query_splits(program)
+    if not splits:
+        return program
+    taken_rules = _all_rule_names(program)
+    heads = {p: next(r.head for r in program.rules if r.head.pred == p) for p in splits}
+    inputs_made: set[str] = set()
+    rules: list[A.Rule] = []
+    for rule in program.rules:
+        split = splits.get(rule.head.pred)
+        if split is not None:
+            rules += _copies(rule, split, taken_rules, log)
+            if split.pred not in inputs_made:
+                inputs_made.add(split.pred)
+                rules += _inputs(split, heads[split.pred], taken_rules, rule.span, log)
+            continue
+        names = {s.pred: s.copies[s.readers[rule.name]] for s in splits.values()
+                 if rule.name in s.readers}
+        if not names:
+            rules.append(rule)
+            continue
+        made = A.Rule(rule.name, rule.head, _rename_atoms(rule.body, names), rule.named,
+                      rule.span)
+        rules.append(made)
+        if log is not None:
+            for pred, copy in names.items():
+                log.append(Event(rule.name, "reader", made,
+                                 f"reads {copy}, the copy of {pred} pruned by the aggregate "
+                                 f"it uses"))
+    return program.with_(rules=tuple(rules), hidden=program.hidden | frozenset(splits))
+
+
+def _copies(rule: A.Rule, split, taken_rules: set[str], log: list | None) -> list[A.Rule]:
+    out = []
+    for copy in split.copies.values():
+        suffix = copy[len(split.pred) + 1:]
+        name = _fresh(f"{rule.name}_{suffix}", taken_rules)
+        head = A.Atom(copy, rule.head.args, rule.head.loc, rule.head.span)
+        made = A.Rule(name, head, _rename_atoms(rule.body, {split.pred: copy}), True,
+                      rule.span)
+        out.append(made)
+        if log is not None:
+            log.append(Event(rule.name, "copy", made,
+                             f"derives {copy}, the query of {split.pred} pruned by "
+                             f"{suffix} only"))
+    return out
+
+
+def _inputs(split, head: A.Atom, taken_rules: set[str], span,
+            log: list | None) -> list[A.Rule]:
+    out = []
+    for copy in split.copies.values():
+        made = _input_rule(_fresh(f"{copy}_in", taken_rules), split.pred, copy, head, span)
+        out.append(made)
+        if log is not None:
+            log.append(Event(split.pred, "input", made,
+                             f"base facts given for {split.pred} feed {copy}"))
+    return out

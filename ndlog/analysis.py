@@ -1,5 +1,11 @@
 """Analyses of NDlog programs: dependency graph, strata, aggregate-selection detection.
 
+The dependency graph has an edge from a rule's head to every predicate of its body, positive
+or negated (``not q``); :func:`strata` orders its strongly connected components so that every
+component comes after the ones it reads, which is the order of stratified evaluation: a
+negated relation lies in an earlier component than the rule reading it (the checker rejects
+recursion through negation) and is therefore complete when that rule runs.
+
 Role: read-only facts about a :class:`~ndlog.ast.Program` that the checker, the evaluators,
 the localizer and the engine share. Nothing here modifies a program (rewrites live in
 ``localize/``), and nothing here raises for a bad program: the checker
@@ -28,20 +34,24 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Dependency:
-    """``head`` depends on ``body`` through ``rule``; ``aggregate`` if the rule aggregates."""
+    """``head`` depends on ``body`` through ``rule``; ``aggregate`` if the rule aggregates,
+    ``negated`` if the rule reads ``body`` under ``not``."""
 
     head: str
     body: str
     rule: str
     aggregate: bool
+    negated: bool = False
 
 
 def dependency_graph(program: A.Program) -> list[Dependency]:
-    """Every (head, body predicate) edge of the program's rules."""
+    """Every (head, body predicate) edge of the program's rules, negated ones included."""
     out = []
     for r in program.rules:
         for atom in r.body_atoms:
             out.append(Dependency(r.head.pred, atom.pred, r.name, r.is_aggregate))
+        for atom in r.negated_atoms:
+            out.append(Dependency(r.head.pred, atom.pred, r.name, r.is_aggregate, True))
     return out
 
 
@@ -229,7 +239,8 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     """Recursive predicates that matter only through min/max aggregates on one group key.
 
     A predicate ``p`` qualifies when it is directly recursive on its own (its strongly
-    connected component is ``{p}``), every recursive rule of ``p`` is linear with variables at
+    connected component is ``{p}``), no rule reads it under ``not`` (pruning a tuple would
+    make its absence true), every recursive rule of ``p`` is linear with variables at
     the aggregated positions, and every rule outside the component that reads ``p`` is either
     an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
     group key and the aggregated value. All uses must share one group key.
@@ -242,12 +253,13 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     """
     edges = _edges(program)
     heads = rules_by_head(program)
+    negated = program.negated
     out: dict[str, AggSelSpec] = {}
     for comp in strata(program):
         if len(comp) != 1:
             continue
         p = comp[0]
-        if p not in edges.get(p, ()):
+        if p not in edges.get(p, ()) or p in negated:
             continue
         spec = _spec_for(program, p, heads)
         if spec is not None:

@@ -30,7 +30,7 @@ from .errors import Span
 
 __all__ = [
     "Var", "Const", "ListExpr", "BinOp", "Neg", "Call", "Aggregate", "Term",
-    "Atom", "Assign", "Compare", "Literal", "Rule", "Fact", "Materialize", "Program",
+    "Atom", "Negated", "Assign", "Compare", "Literal", "Rule", "Fact", "Materialize", "Program",
     "AGGREGATE_FUNCS", "COMPARISON_OPS", "ARITH_OPS", "term_vars", "literal_vars",
 ]
 
@@ -133,6 +133,26 @@ class Atom:
 
 
 @dataclass(frozen=True)
+class Negated:
+    """``not pred(args)`` (also written ``!pred(args)``): negation as failure.
+
+    True for a binding of the rule's variables when ``pred`` holds no tuple equal to the
+    atom's arguments. Every variable of the atom must be bound by the rule's positive atoms
+    or assignments (safety), and ``pred`` must not depend on the rule's head (stratified
+    negation: it lies in a lower stratum). Deliberately not an :class:`Atom`: code that
+    walks a body and dispatches on ``isinstance(lit, Atom)`` never mistakes it for a
+    positive atom, and :attr:`Rule.body_atoms` keeps meaning the positive atoms.
+    """
+
+    atom: Atom
+    span: Span | None = _span()
+
+    @property
+    def pred(self) -> str:
+        return self.atom.pred
+
+
+@dataclass(frozen=True)
 class Assign:
     """``Var := expr``: binds a variable that must not be bound yet."""
 
@@ -152,7 +172,7 @@ class Compare:
     span: Span | None = _span()
 
 
-Literal = Union[Atom, Assign, Compare]
+Literal = Union[Atom, Negated, Assign, Compare]
 
 
 @dataclass(frozen=True)
@@ -167,7 +187,18 @@ class Rule:
 
     @property
     def body_atoms(self) -> tuple[Atom, ...]:
+        """The positive atoms of the body, in body order (never a negated one)."""
         return tuple(lit for lit in self.body if isinstance(lit, Atom))
+
+    @property
+    def negations(self) -> tuple[Negated, ...]:
+        """The negated literals of the body (``not p(...)``), in body order."""
+        return tuple(lit for lit in self.body if isinstance(lit, Negated))
+
+    @property
+    def negated_atoms(self) -> tuple[Atom, ...]:
+        """The atoms under ``not`` in the body, in body order."""
+        return tuple(lit.atom for lit in self.body if isinstance(lit, Negated))
 
     @property
     def is_aggregate(self) -> bool:
@@ -238,7 +269,13 @@ class Program:
         for r in self.rules:
             preds.add(r.head.pred)
             preds.update(a.pred for a in r.body_atoms)
+            preds.update(a.pred for a in r.negated_atoms)
         return frozenset(preds)
+
+    @property
+    def negated(self) -> frozenset[str]:
+        """Predicates that some rule reads under ``not``."""
+        return frozenset(a.pred for r in self.rules for a in r.negated_atoms)
 
     @property
     def idb(self) -> frozenset[str]:
@@ -256,9 +293,14 @@ class Program:
         return any(a.loc is not None for a in self.atoms())
 
     def atoms(self) -> Iterator[Atom]:
+        """Every atom of the program: heads, positive and negated body atoms, facts."""
         for r in self.rules:
             yield r.head
-            yield from r.body_atoms
+            for lit in r.body:
+                if isinstance(lit, Atom):
+                    yield lit
+                elif isinstance(lit, Negated):
+                    yield lit.atom
         for f in self.facts:
             yield f.atom
 
@@ -302,6 +344,8 @@ def literal_vars(lit: Literal) -> Iterator[Var]:
     if isinstance(lit, Atom):
         for a in lit.args:
             yield from term_vars(a)
+    elif isinstance(lit, Negated):
+        yield from literal_vars(lit.atom)
     elif isinstance(lit, Assign):
         yield lit.var
         yield from term_vars(lit.expr)

@@ -9,17 +9,20 @@ of the program that either returns or raises:
 ``arity``           a predicate is used with one number of arguments;
 ``location``        in a distributed program every atom has exactly one ``@``, at the same
                     argument position for every use of a predicate, on a variable or a
-                    constant;
+                    constant; a negated atom is at the location of a positive atom of its
+                    rule (else the rule cannot be localized);
 ``builtins``        every ``f_`` call names a builtin of :mod:`ndlog.builtins` with the right
                     number of arguments; no predicate is named ``f_...`` or like a keyword;
 ``aggregates``      aggregates appear only as whole arguments of rule heads, over a named
                     variable, beside plain group-by arguments;
 ``materialize``     ``keys`` positions are within the table's arity; lifetime and size are
                     non-negative;
-``safety``          every variable of a head, an expression, a comparison or an assignment is
-                    bound by a positive body atom or an assignment (order-independent);
-``stratification``  an aggregate does not depend recursively on its own result, unless
-                    aggregate selection (Liu et al. Sec. 6) applies to it.
+``safety``          every variable of a head, an expression, a comparison, an assignment or a
+                    negated atom is bound by a positive body atom or an assignment
+                    (order-independent);
+``stratification``  no predicate depends on itself through a negated atom (the error names
+                    the cycle), and an aggregate does not depend recursively on its own
+                    result, unless aggregate selection (Liu et al. Sec. 6) applies to it.
 
 Deliberately not here: purely syntactic rules (grammar, ground facts, unique rule names,
 positive key positions, at most one ``@`` per atom) are enforced by :mod:`ndlog.parser`;
@@ -33,7 +36,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Iterator
 
 from . import ast as A
-from .builtins import ARITY
+from .builtins import ARITY, format_value
 from .text import count_noun
 from .errors import NDlogSemanticError, Span
 
@@ -41,6 +44,7 @@ __all__ = [
     "check_program", "CHECKS",
     "check_arity", "check_location", "check_builtins", "check_aggregates",
     "check_materialize", "check_safety", "check_stratification", "bound_variables",
+    "negation_cycle",
 ]
 
 
@@ -88,6 +92,8 @@ def _subterms(term: A.Term) -> Iterator[A.Term]:
 def _literal_terms(lit: A.Literal) -> tuple[A.Term, ...]:
     if isinstance(lit, A.Atom):
         return lit.args
+    if isinstance(lit, A.Negated):
+        return lit.atom.args
     if isinstance(lit, A.Assign):
         return (lit.var, lit.expr)
     return (lit.left, lit.right)
@@ -171,12 +177,42 @@ def check_location(program: A.Program) -> None:
                 f"predicate '{atom.pred}' has its '@' on argument {atom.loc + 1} here but on "
                 f"argument {seen.loc + 1} at {_where(seen.span)}; every use of a predicate "
                 "must locate the same argument", _span_of(term, atom.span))
+    for rule in program.rules:
+        _check_negation_location(program, rule)
+
+
+def _show_loc(term: A.Term) -> str:
+    if isinstance(term, A.Var):
+        return "@" + term.name
+    return "@" + format_value(term.value)  # type: ignore[union-attr]
+
+
+def _check_negation_location(program: A.Program, rule: A.Rule) -> None:
+    """A negated atom is evaluated where its relation is stored, so that location must be
+    one the rule's body is evaluated at: the location of a positive atom of the rule (after
+    localization, the node that holds that atom's tuples also holds the negated relation's,
+    which is complete there once quiescent)."""
+    positive = [a.loc_term for a in rule.body_atoms]
+    for neg in rule.negations:
+        loc = neg.atom.loc_term
+        if any(loc == p and not (isinstance(loc, A.Var) and loc.anonymous)
+               for p in positive):
+            continue
+        where = ", ".join(dict.fromkeys(_show_loc(p) for p in positive))
+        raise _error(
+            program,
+            f"{_rule_label(rule)} cannot be localized: the negated atom '{neg.pred}' is at "
+            f"{_show_loc(loc)}, where no positive atom of the rule is (they are at {where}); "
+            "a negated atom is evaluated at the node that stores its relation, which must be "
+            "a node the rule's body is evaluated at", _span_of(loc, neg.span),
+            hint=f"add a positive atom located at {_show_loc(loc)} that binds what the "
+                 "negation needs, or locate the negated relation with the rule's body")
 
 
 # -- builtins ----------------------------------------------------------------------------
 
 #: words of the grammar that the contextual lexer would otherwise accept as predicate names
-_KEYWORDS = ("materialize", "keys", "infinity", "nil")
+_KEYWORDS = ("materialize", "keys", "infinity", "nil", "not")
 
 
 def check_builtins(program: A.Program) -> None:
@@ -236,7 +272,8 @@ def _check_rule_aggregates(program: A.Program, rule: A.Rule) -> None:
             for term in _subterms(top):
                 if isinstance(term, A.Aggregate):
                     where = (f"the body atom '{lit.pred}'" if isinstance(lit, A.Atom)
-                             else "a body literal")
+                             else f"the negated atom '{lit.pred}'"
+                             if isinstance(lit, A.Negated) else "a body literal")
                     raise _error(
                         program,
                         f"aggregate {_agg_text(term)} appears in {where} of "
@@ -411,6 +448,9 @@ def _check_anonymous(program: A.Program, rule: A.Rule) -> None:
                          "a head argument needs a value, so use a named variable",
                          _span_of(bad, rule.head.span))
     for lit in rule.body:
+        if isinstance(lit, A.Negated):
+            _check_negated_anonymous(program, rule, lit)
+            continue
         if isinstance(lit, A.Atom):
             terms = [a for a in lit.args if not isinstance(a, A.Var)]
             where = f"an expression argument of the body atom '{lit.pred}'"
@@ -427,6 +467,23 @@ def _check_anonymous(program: A.Program, rule: A.Rule) -> None:
                              f"the anonymous variable '_' appears in {where} in "
                              f"{_rule_label(rule)}; '_' may only stand alone as an argument of "
                              "a body atom", _span_of(bad, lit.span))
+
+
+def _check_negated_anonymous(program: A.Program, rule: A.Rule, neg: A.Negated) -> None:
+    """``_`` under ``not`` would mean "for no value at all", a projection the engine does
+    not maintain; the rule must name that projection itself."""
+    for arg in neg.atom.args:
+        for t in _subterms(arg):
+            if isinstance(t, A.Var) and t.anonymous:
+                raise _error(
+                    program,
+                    f"the anonymous variable '_' appears in the negated atom '{neg.pred}' in "
+                    f"{_rule_label(rule)}; every argument of a negated atom must be bound by "
+                    "the rule's positive atoms or assignments",
+                    _span_of(t, neg.span),
+                    hint=f"negate a projection: define {neg.pred}_any(...) :- "
+                         f"{neg.pred}(...) without the '_' column, then use not "
+                         f"{neg.pred}_any(...)")
 
 
 def _check_rebinding(program: A.Program, rule: A.Rule) -> None:
@@ -453,6 +510,12 @@ def _check_rebinding(program: A.Program, rule: A.Rule) -> None:
 
 def _check_bound(program: A.Program, rule: A.Rule) -> None:
     if not rule.body_atoms:
+        if rule.negations:
+            raise _error(
+                program,
+                f"{_rule_label(rule)} has no positive atom in its body; a negated atom binds "
+                "nothing, so a rule body needs at least one positive atom", rule.span,
+                hint="add a positive atom that binds the negated atom's variables")
         raise _error(
             program,
             f"{_rule_label(rule)} has no atom in its body; a rule body needs at least one "
@@ -472,6 +535,14 @@ def _check_bound(program: A.Program, rule: A.Rule) -> None:
                      "assignment", _span_of(var, fallback), hint=hint)
 
     for i, lit in enumerate(rule.body):
+        if isinstance(lit, A.Negated):
+            for arg in lit.atom.args:
+                v = first_unbound(arg)
+                if v is not None:
+                    fail(v, f"in the negated atom '{lit.pred}' in {label}", lit.span,
+                         hint="a negated atom binds nothing: bind its variables with a "
+                              "positive atom or an assignment of the rule")
+            continue
         if isinstance(lit, A.Atom):
             for arg in lit.args:
                 if isinstance(arg, A.Var):
@@ -506,8 +577,68 @@ def _check_bound(program: A.Program, rule: A.Rule) -> None:
 
 # -- stratification ----------------------------------------------------------------------
 
+def negation_cycle(program: A.Program, rule: A.Rule, neg: A.Negated) -> list[str] | None:
+    """The cycle of predicates through ``neg`` if ``rule`` recurses through it, else None.
+
+    Returns
+    -------
+    list of str or None
+        ``[head, "not q", ..., head]``: the rule's head reads ``not q``, and ``q`` depends
+        (through the dependency graph, positively or not) on the head again; each later
+        element is a predicate the previous one reads, prefixed ``not `` when it is read
+        under negation.
+    """
+    from . import analysis
+
+    head = rule.head.pred
+    edges: dict[str, list[tuple[str, bool]]] = {}
+    for d in analysis.dependency_graph(program):
+        edges.setdefault(d.head, []).append((d.body, d.negated))
+    start = neg.pred
+    parent: dict[str, tuple[str, bool] | None] = {start: None}
+    queue = [start]
+    while queue:
+        cur = queue.pop(0)
+        if cur == head:
+            break
+        for nxt, negated in sorted(edges.get(cur, ())):
+            if nxt not in parent:
+                parent[nxt] = (cur, negated)
+                queue.append(nxt)
+    if head not in parent:
+        return None
+    path: list[str] = []
+    cur = head
+    while parent[cur] is not None:
+        prev, negated = parent[cur]  # type: ignore[misc]
+        path.append(("not " if negated else "") + cur)
+        cur = prev
+    return [head, "not " + start] + path[::-1]
+
+
+def _check_negation_strata(program: A.Program) -> None:
+    for rule in _in_source_order(program.rules):
+        for neg in rule.negations:
+            cycle = negation_cycle(program, rule, neg)
+            if cycle is None:
+                continue
+            why = ("which is its own head" if neg.pred == rule.head.pred else
+                   f"but '{neg.pred}' depends on '{rule.head.pred}'")
+            raise _error(
+                program,
+                f"recursion through negation: {_rule_label(rule)} derives '{rule.head.pred}' "
+                f"from 'not {neg.pred}', {why} ({' -> '.join(cycle)}); a negated relation "
+                "must not depend on the rule's head", neg.span,
+                hint="negation is stratified: compute the negated relation without the "
+                     "relation that reads its absence")
+
+
 def check_stratification(program: A.Program) -> None:
-    """No aggregate over a recursive dependency on its own result (docs/language.md, section 8).
+    """No recursion through negation, and no aggregate over a recursive dependency on its own
+    result (docs/language.md, section 8).
+
+    A negated atom must read a relation in a lower stratum than the rule's head (stratified
+    negation): the error names the cycle of predicates, e.g. ``p -> not q -> p``.
 
     An aggregate rule whose body reaches its own head predicate in the dependency graph
     (:func:`ndlog.analysis.recursive_aggregate_rules`) cannot be evaluated stratum by stratum;
@@ -516,6 +647,7 @@ def check_stratification(program: A.Program) -> None:
     """
     from . import analysis
 
+    _check_negation_strata(program)
     bad = analysis.recursive_aggregate_rules(program)
     if not bad:
         return

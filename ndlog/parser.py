@@ -53,6 +53,7 @@ _TOKEN_NAMES = {
     "ASSIGN": "':='", "COMPARE": "a comparison", "PLUS": "'+'", "MINUS": "'-'", "MUL": "'*'",
     "AGGREGATE": "an aggregate", "INFINITY": "'infinity'", "NIL": "'nil'",
     "MATERIALIZE": "'materialize'", "KEYS": "'keys'", "HIDDEN": "'#hidden'",
+    "NOT": "'not'", "BANG": "'!'",
     "LPAR": "'('", "RPAR": "')'",
     "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "DOT": "'.'", "$END": "end of input",
 }
@@ -72,12 +73,19 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
 _ESCAPE_RE = re.compile(r"\\(.)")
 
 
+#: tokens that start a negated body literal (``not p(...)``, ``!p(...)``)
+_NEGATION_START = frozenset({"NOT", "BANG"})
+
+
 def _describe(names) -> str:
     names = set(names)
     pretty_terms = []
     if _TERM_START <= names:
         names -= _TERM_START
         pretty_terms = ["a term"]
+        if _NEGATION_START <= names:  # where a body literal starts
+            names -= _NEGATION_START
+            pretty_terms = ["a term or a negated atom"]
     pretty = sorted({_TOKEN_NAMES.get(n, n.lower()) for n in names}) + pretty_terms
     if len(pretty) > 8:
         pretty = pretty[:8] + ["..."]
@@ -185,6 +193,9 @@ class _ToAST(Transformer):
                 f"atom '{name}' has {len(locs)} location specifiers; exactly one '@' is allowed",
                 locs[1])
         return A.Atom(str(name), tuple(args), loc, self._span(name))
+
+    def negation(self, meta, ch):
+        return A.Negated(ch[1], self._span(ch[0]))
 
     def assign(self, meta, ch):
         var, _, expr = ch

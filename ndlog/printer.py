@@ -74,9 +74,11 @@ def format_atom(atom: A.Atom) -> str:
 
 
 def format_literal(lit: A.Literal) -> str:
-    """A body literal: an atom, ``X := e`` or ``l op r``."""
+    """A body literal: an atom, ``not`` an atom, ``X := e`` or ``l op r``."""
     if isinstance(lit, A.Atom):
         return format_atom(lit)
+    if isinstance(lit, A.Negated):
+        return "not " + format_atom(lit.atom)
     if isinstance(lit, A.Assign):
         return f"{lit.var.name} := {format_term(lit.expr)}"
     if isinstance(lit, A.Compare):

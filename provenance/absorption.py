@@ -56,6 +56,15 @@ The values are opaque to the engine: combine them with the scheme's ``join`` and
 :meth:`~AbsorptionScheme.minimal_sets` or :meth:`~AbsorptionScheme.explain` (``&`` on two
 cubes is a ``TypeError``, not an AND).
 
+Negation: the absence of a fact at its node (``!q(t)``, while ``q(t)`` is absent; the
+engine maintains it, :mod:`engine.node`) is a fresh variable ``n<node>.<k>`` per absence
+(:meth:`AbsorptionScheme.absence`), exactly like a base insertion; when ``q(t)`` appears the
+variable dies (:meth:`AbsorptionScheme.absence_ends`, a zeroing, like a base deletion), and
+when ``q(t)`` disappears again a new variable is made. Derivations through ``not q(t)`` hold
+the variable, so they are zeroed with it wherever they went, and a late derivation holding a
+dead variable is restricted away on arrival. Why this is reorder-tolerant:
+``docs/provenance.md``, "Negation".
+
 Aggregate results (maintained by the engine's aggregate operator) get a fresh
 variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
 same tuple carries that variable (the context pairs the calls), so facts derived from an
@@ -236,7 +245,7 @@ class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
-                 "holders", "_agg_live", "_agg_next")
+                 "holders", "_agg_live", "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -264,6 +273,7 @@ class AbsorptionContext:
         self.holders: dict | None = None
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
+        self._absent_next = 0
 
     def add_zeroed(self, names) -> None:
         """Remember ``names`` as zeroed at this node."""
@@ -279,6 +289,14 @@ class AbsorptionContext:
         if not self.any_zeroed:
             return f
         return zero_by(self.bdd, f, self.zcube, self.zids)
+
+    def absence_var(self) -> tuple[str, Function]:
+        """A fresh variable for a new absence at this node: ``n<node>.<k>``, never made
+        before (``k`` counts this node's absences), so no earlier zeroing touches it."""
+        self._absent_next += 1
+        node = "" if self.node is None else format_value(self.node)
+        name = f"n{node}.{self._absent_next}"
+        return name, self.bdd.var(name)
 
     def aggregate_var(self, fact: tuple) -> Function:
         """Fresh variable for an aggregate result tuple, or, called again for the same live
@@ -318,6 +336,7 @@ class AbsorptionScheme(AnnotationScheme):
     exact_deletions = False
     context_bound = True
     ships_annotations = True
+    negation = True
 
     def __init__(self, reorder: bool = True, ship: str | None = None):
         self.reorder = reorder
@@ -392,6 +411,22 @@ class AbsorptionScheme(AnnotationScheme):
 
     def aggregate(self, ctx, fact):
         return ctx.aggregate_var(fact)
+
+    def absence(self, ctx, fact):
+        """A fresh variable for a new absence ``fact = ("!q", t)`` (named
+        ``n<node>.<k>``; :meth:`describe` shows it as ``not q(t)``)."""
+        name, f = ctx.absence_var()
+        self._facts[name] = fact
+        return f
+
+    def absence_ends(self, ctx, fact, stored):
+        """The absence's variable dies: it is remembered as zeroed at this node (a late
+        derivation holding it is restricted away on arrival) and the delta is the
+        :class:`Zeroing` of it, with the lost part unless MinShip filters the deletions
+        it forwards (as :meth:`pick` does for a base deletion)."""
+        names = frozenset(ctx.bdd.support(stored))
+        ctx.add_zeroed(names)
+        return Zeroing(names) if ctx.minship else Zeroing(names, stored)
 
     # -- transitions ---------------------------------------------------------------------
     def pick(self, ctx, fact, stored, sign: int, ann, owned: bool = False):
@@ -679,12 +714,16 @@ class AbsorptionScheme(AnnotationScheme):
 
     # -- reading provenance (--why) ------------------------------------------------------
     def describe(self, name: str, loc: Callable[[str], int | None] | None = None) -> str:
-        """``link(@a,b)`` for a base variable this scheme handed out, else the name."""
+        """``link(@a,b)`` for a base variable this scheme handed out, ``not q(@a,b)`` for
+        the variable of an absence, else the name."""
         fact = self._facts.get(name)
         if fact is None:
             return name
         pred, tup = fact
-        return format_fact(pred, tup, loc(pred) if loc else None)
+        negated = pred.startswith("!")
+        pred = pred[1:] if negated else pred
+        text = format_fact(pred, tup, loc(pred) if loc else None)
+        return "not " + text if negated else text
 
     def explain(self, ctx, stored, loc: Callable[[str], int | None] | None = None) -> str:
         """The minimal sum-of-products of a provenance over base tuples, e.g.

@@ -35,6 +35,15 @@ Contexts
     node's context; the set and derivation schemes ignore it. :meth:`must_rebuild` tells a
     transport whether an annotation must be rebuilt from its wire form between two nodes.
 
+Negation
+    A scheme with :attr:`~AnnotationScheme.negation` annotates *absences*: while ``q(t)`` is
+    absent from its node, the engine treats ``!q(t)`` like a fact stored there, which
+    begins (``absence``: a fresh annotation, as for a base insertion) when ``q(t)``
+    disappears or is first read absent, and ends (``absence_ends``: the delta of its
+    deletion, as for a base deletion) when ``q(t)`` appears. Facts derived through ``not
+    q(t)`` carry that annotation, so they are retracted exactly when it ends, and a later
+    absence is a new annotation that no late message about the old one can revive.
+
 Budgets
     A scheme whose annotations can grow without bound (derivation sets) raises
     :class:`AnnotationBudgetExceeded` from ``pick`` or ``derive`` when one grows past the
@@ -146,6 +155,10 @@ class AnnotationScheme:
         True if an update changes its node's state when it arrives, before it is picked
         and its delta rules fire (the original PSN, Nigam et al. 2012, Sec. 6, Fig. 6). The
         node reads it once, when it is made (:class:`engine.node.Node`).
+    negation:
+        True if :meth:`absence` and :meth:`absence_ends` are implemented and make negated
+        atoms exact under any delivery order (``docs/provenance.md``, "Negation"); the
+        engine refuses programs with negation under the other schemes.
     """
 
     name = "abstract"
@@ -163,6 +176,7 @@ class AnnotationScheme:
     unsafe_reason: str | None = None
     may_not_terminate = False
     commit_on_arrival = False
+    negation = False
 
     # -- contexts ------------------------------------------------------------------------
     def shared_context(self) -> Any:
@@ -224,6 +238,20 @@ class AnnotationScheme:
         """Annotation of the base insertion number ``seq`` of ``fact``; a deletion of that
         insertion carries the same annotation. Default: ``one``."""
         return self.one(ctx)
+
+    def absence(self, ctx, fact: Fact) -> Any:
+        """The annotation of a new absence of a fact (``fact = ("!q", t)``: ``q(t)`` is
+        absent from the node), as an insertion carries it; the engine stores
+        ``singleton(absence(...))`` and fires the delta rules of ``not q(...)`` with it.
+        Every call begins a *new* absence: schemes that name annotations give it a name no
+        earlier absence had. Only schemes with :attr:`negation`."""
+        raise NotImplementedError(f"annotation '{self.name}' does not annotate absences")
+
+    def absence_ends(self, ctx, fact: Fact, stored) -> Any:
+        """The delta to fire with when the absence ``fact`` stored as ``stored`` ends
+        (``q(t)`` appeared): what a deletion of that absence carries. Only schemes with
+        :attr:`negation`."""
+        raise NotImplementedError(f"annotation '{self.name}' does not annotate absences")
 
     def aggregate(self, ctx, fact: Fact) -> Any:
         """Annotation of a tuple produced by an aggregate operator.

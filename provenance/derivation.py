@@ -14,6 +14,11 @@ facts found to lie on a cycle. A fact is ``(pred, tuple)``; ``S`` and ``H`` are 
 This terminates and is correct under any delivery order, but enumerates every cycle-free
 derivation: it grows exponentially on well-connected graphs.
 
+Negation: the absence ``!q(t)`` of a fact at its node is an occurrence ``(∅, ∅)``, inserted
+when it begins and deleted when ``q(t)`` appears (:meth:`DerivationScheme.absence`); every
+derivation through ``not q(t)`` has ``!q(t)`` in its ``S``, so its deletion matches its
+insertion exactly as for a base fact.
+
 Algebra: values are multisets of occurrences (``dict (S, H) -> count``); ``one`` is the
 single empty derivation, ``zero`` the empty multiset, ``join`` the pairwise union of
 occurrences (counts multiply), ``combine`` the multiset sum. Join/combine are commutative,
@@ -81,6 +86,7 @@ class DerivationScheme(AnnotationScheme):
     idempotent = False
     uses_parts = True
     exact_deletions = True
+    negation = True
 
     def __init__(self, max_per_fact: int | None = DEFAULT_MAX_PER_FACT,
                  max_total: int | None = DEFAULT_MAX_TOTAL):
@@ -173,6 +179,17 @@ class DerivationScheme(AnnotationScheme):
         return _ONE_OCC
 
     def aggregate(self, ctx, fact):
+        return _ONE_OCC
+
+    def absence(self, ctx, fact):
+        """An absence ``!q(t)`` is one occurrence with empty ``S`` and ``H``, like a base
+        fact; what is derived through it has ``!q(t)`` in its ``S`` (:meth:`lift`)."""
+        return _ONE_OCC
+
+    def absence_ends(self, ctx, fact, stored):
+        """The end of an absence deletes its one occurrence: derived deletions then carry
+        exactly the ``(S, H)`` their insertions carried, and wait for them if they
+        overtake them (Nigam et al. 2012, Fig. 3, ``pick_D``)."""
         return _ONE_OCC
 
     def occurrences(self, stored):

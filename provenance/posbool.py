@@ -205,7 +205,7 @@ def evaluate_annotated(program: A.Program, base: Mapping[str, Mapping[tuple, V]]
     Parameters
     ----------
     program:
-        A program without aggregates (recursion allowed).
+        A program without aggregates or negation (recursion allowed).
     base:
         ``pred -> {tuple: annotation}`` for the base facts. Facts written in the program
         text are annotated ``semiring.one`` unless ``base`` annotates them.
@@ -229,6 +229,11 @@ def evaluate_annotated(program: A.Program, base: Mapping[str, Mapping[tuple, V]]
             raise EvaluationError(
                 f"rule {r.name}: the provenance reference does not support aggregates",
                 r.span)
+        if r.negations:
+            raise EvaluationError(
+                f"rule {r.name}: the provenance reference does not support negation (the "
+                "absence of a fact has no provenance polynomial over base tuples)",
+                r.negations[0].span)
     start: dict[str, dict[tuple, V]] = {}
     for f in program.facts:
         start.setdefault(f.pred, {})[f.values] = semiring.one

@@ -4,8 +4,8 @@ Role: compute the result relations of an (unlocalized) program from its base fac
 jobs on Spark, with exactly the semantics of the Python reference
 :func:`ndlog.reference.evaluate`: set semantics, strata in the order of
 :func:`ndlog.analysis.strata`, aggregates over the distinct satisfying assignments of a rule
-body, recursion to a fixpoint by semi-naive evaluation (Nigam et al. 2012, Algorithm 2), and
-aggregate selection (Liu et al., ICDE 2009, Sec. 6) where
+body, recursion to a fixpoint by semi-naive evaluation (Nigam et al. 2012, Algorithm 2),
+stratified negation, and aggregate selection (Liu et al., ICDE 2009, Sec. 6) where
 :func:`ndlog.analysis.aggsel_candidates` finds it.
 
 How a program becomes Spark jobs:
@@ -15,7 +15,10 @@ How a program becomes Spark jobs:
   symbols in another, as in Python.
 - A rule is compiled, for each combination of its body atoms' signatures, into equi-joins on
   shared variables, filters (constants, comparisons) and projections (assignments, head
-  arguments) built from :mod:`psn.batch.columns`. The only Python UDFs serve ``sum<...>``
+  arguments) built from :mod:`psn.batch.columns`. A negated atom ``not q(...)`` is a left
+  anti-join of the bindings with each sub-relation of ``q`` once its arguments are bound
+  (``q`` is complete: the strata put it before every rule that reads it). The only Python
+  UDFs serve ``sum<...>``
   and ``avg<...>``: the exactly rounded float sum (:func:`math.fsum`) and the correctly
   rounded integer average, which Spark's own ``sum`` and division do not give (a float sum
   there depends on the order of the rows).
@@ -151,7 +154,8 @@ class _Run:
         self.rels: dict[str, Rel] = {}
         self.rounds: dict[str, int] = {}
         self.derived: set[str] = set()
-        self.consumed = {a.pred for r in program.rules for a in r.body_atoms}
+        self.consumed = {a.pred for r in program.rules
+                         for a in (*r.body_atoms, *r.negated_atoms)}
         self.cached: list = []
         self.facts: dict[str, set[tuple]] = {}
         self._fsum = None  # Python UDFs, made on first use
@@ -663,6 +667,8 @@ class _Planner:
 
     def _nonatom(self, frame: _Frame, lit):
         kinds = frame.kinds
+        if isinstance(lit, A.Negated):
+            return self._negate(frame, lit)
         if isinstance(lit, A.Assign):
             if not _ready(lit.expr, kinds):
                 return None
@@ -679,6 +685,29 @@ class _Planner:
         if _ready(lit.left, kinds) and _ready(lit.right, kinds):
             return self._filter(frame, lit)
         return None
+
+    def _negate(self, frame: _Frame, lit: A.Negated) -> _Frame | None:
+        """``not q(args)`` once its arguments are bound: the bindings that no tuple of any
+        sub-relation of ``q`` equals (a left anti-join per signature; a signature whose
+        kinds cannot equal the arguments' removes nothing)."""
+        atom = lit.atom
+        if not all(_ready(t, frame.kinds) for t in atom.args):
+            return None
+        F = self.F
+        df = frame.df
+        for sig, rel in self.run.rels.get(atom.pred, {}).items():
+            if len(sig) != atom.arity:
+                continue
+            cond = F.lit(True)
+            for i, (t, k) in enumerate(zip(atom.args, sig)):
+                c, tk = compile_term(t, frame.kinds, self.run.errors)
+                u = K.unify(tk, k)
+                if u is None:
+                    break
+                cond = cond & (cast(c, u) == cast(F.col(f"c{i}"), u))
+            else:
+                df = df.join(rel, on=cond, how="left_anti")
+        return _Frame(df, frame.kinds)
 
     def _bind(self, frame: _Frame, name: str, expr: A.Term) -> _Frame:
         c, k = compile_term(expr, frame.kinds, self.run.errors)

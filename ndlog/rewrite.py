@@ -1,0 +1,119 @@
+"""Rewrite passes of the language core: named functions ``Program -> Program``.
+
+Role: normalizations every evaluator applies before it plans joins, so that each of them
+meets the same, simpler rule shapes. :func:`lift_atom_expressions` is applied by
+:func:`ndlog.reference.evaluate` (``psn.evaluate``), by :func:`engine.program.prepare` and
+by the Spark reference (``psn.batch``). A pass returns a new program and never mutates its
+argument; a program it has nothing to do for is returned as it is (the same object).
+
+Deliberately not here: localization (``localize/``), static checks (:mod:`ndlog.checks`;
+a pass expects a checked program and keeps it checked), and anything that changes which
+tuples a program derives.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from . import ast as A
+
+__all__ = ["lift_atom_expressions", "is_expression", "LIFTED_PREFIX"]
+
+#: Fresh variables made by :func:`lift_atom_expressions` are ``_E1``, ``_E2``, ... (a name
+#: the rule does not use already; ``_`` followed by a letter is a named variable).
+LIFTED_PREFIX = "_E"
+
+
+def is_expression(term: A.Term) -> bool:
+    """True for an argument that is neither a variable nor a constant (an arithmetic
+    expression, a builtin call or a list with variables)."""
+    return not isinstance(term, (A.Var, A.Const, A.Aggregate))
+
+
+def _fresh_names(rule: A.Rule) -> Iterator[str]:
+    taken = {v.name for lit in (rule.head, *rule.body) for v in A.literal_vars(lit)}
+    k = 0
+    while True:
+        k += 1
+        name = f"{LIFTED_PREFIX}{k}"
+        if name not in taken:
+            yield name
+
+
+def _lift_rule(rule: A.Rule) -> A.Rule:
+    if not any(is_expression(t) for lit in rule.body
+               if isinstance(lit, (A.Atom, A.Negated))
+               for t in (lit.args if isinstance(lit, A.Atom) else lit.atom.args)):
+        return rule
+    names = _fresh_names(rule)
+    body: list[A.Literal] = []
+    for lit in rule.body:
+        atom = lit if isinstance(lit, A.Atom) else lit.atom if isinstance(lit, A.Negated) \
+            else None
+        if atom is None or not any(is_expression(t) for t in atom.args):
+            body.append(lit)
+            continue
+        args, extra = [], []
+        for t in atom.args:
+            if not is_expression(t):
+                args.append(t)
+                continue
+            var = A.Var(next(names), getattr(t, "span", None))
+            args.append(var)
+            if isinstance(lit, A.Atom):        # the atom binds var; test it
+                extra.append(A.Compare("==", var, t, getattr(t, "span", None)))
+            else:                              # a negation binds nothing: compute var first
+                extra.append(A.Assign(var, t, getattr(t, "span", None)))
+        new = A.Atom(atom.pred, tuple(args), atom.loc, atom.span)
+        if isinstance(lit, A.Atom):
+            body.append(new)
+            body.extend(extra)
+        else:
+            body.extend(extra)
+            body.append(A.Negated(new, lit.span))
+    return A.Rule(rule.name, rule.head, tuple(body), rule.named, rule.span)
+
+
+def lift_atom_expressions(program: A.Program) -> A.Program:
+    """Replace each expression argument of a body atom by a fresh variable plus a literal
+    that relates the two.
+
+    In a positive atom the fresh variable is bound by the atom and an equality test follows
+    it; in a negated atom it is assigned before the negation (a negation binds nothing).
+    Evaluators then see only plain variables and constants as atom arguments, so the order
+    in which a join plan visits the atoms never meets an expression over variables that are
+    not bound yet: every evaluator's planner (the reference's semi-naive deltas, the
+    engine's delta rules, which start from any body atom) handles the rewritten rule.
+
+    The variables of the expression must be bound elsewhere in the rule (by plain arguments
+    of positive atoms or by assignments), which :func:`ndlog.checks.check_safety` demands of
+    an expression argument as it does of an assignment's right-hand side; the rewritten
+    rule passes the same check. Head arguments are left alone (heads are computed after the
+    body is bound).
+
+    Examples
+    --------
+    Before::
+
+        f1 fib(N + 1, X) :- fib(N, X1), fib(N - 1, X2), X := X1 + X2, N < 25.
+        m1 missing(@S, K) :- want(@S, K), not have(@S, K * 2).
+
+    After::
+
+        f1 fib(N + 1, X) :- fib(N, X1), fib(_E1, X2), _E1 == N - 1, X := X1 + X2, N < 25.
+        m1 missing(@S, K) :- want(@S, K), _E1 := K * 2, not have(@S, _E1).
+
+    Parameters
+    ----------
+    program:
+        A checked program (localized or not).
+
+    Returns
+    -------
+    Program
+        ``program`` itself when no body atom has an expression argument.
+    """
+    rules = tuple(_lift_rule(r) for r in program.rules)
+    if all(a is b for a, b in zip(rules, program.rules)):
+        return program
+    return program.with_(rules=rules)
