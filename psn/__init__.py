@@ -5,7 +5,8 @@ transports -> ``psn``). ``parse``/``load`` read NDlog (with static checks), ``ev
 the centralized reference evaluator, ``localize`` rewrites a distributed program so that
 every rule body lives at one node, and one run of PSN is any of :class:`Network` (in
 memory), :class:`Simulation` (the simulator) or :class:`RayNetwork` (Ray actors), all taking
-the same :class:`RunOptions`.
+the same :class:`RunOptions`. ``verify`` checks that a program is correct under every
+delivery order of a scope (:mod:`psn.verify`).
 
 Deliberately not here: any heavy import. The engine, the simulator, Ray and Spark are
 imported on first use, so ``import psn`` stays fast.
@@ -19,7 +20,7 @@ from ndlog.parser import load, parse
 
 __all__ = [
     "parse", "load", "evaluate", "localize", "Network", "Simulation", "RayNetwork",
-    "RunOptions",
+    "RunOptions", "verify",
     "PSNError", "NDlogSyntaxError", "NDlogSemanticError", "LocalizationError",
     "EvaluationError", "InputError", "Span",
 ]
@@ -38,7 +39,7 @@ def evaluate(program, facts=None, **options):
 
 
 _LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",
-         "RayNetwork": "psn.distributed"}
+         "RayNetwork": "psn.distributed", "verify": "psn.verify"}
 
 
 def __getattr__(name):
@@ -47,7 +48,10 @@ def __getattr__(name):
     if module is None:
         raise AttributeError(f"module 'psn' has no attribute {name!r}")
     import importlib
-    return getattr(importlib.import_module(module), name)
+    found = importlib.import_module(module)
+    if found.__name__ == f"{__name__}.{name}":       # psn.verify: a callable module
+        return found
+    return getattr(found, name)
 
 
 def localize(program, **options):

@@ -20,8 +20,8 @@ from ndlog.errors import PSNError
 __all__ = ["main", "build_parser"]
 
 #: subcommand modules, in the order ``psn --help`` lists them
-COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "reference_cmd", "topology_cmd",
-            "demo_cmd")
+COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "verify_cmd", "reference_cmd",
+            "topology_cmd", "demo_cmd", "experiment_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,459 @@
+"""``psn verify``: reorder-tolerance checked over every delivery order of a scope.
+
+Nigam et al. 2012, Definition 1: after every burst, once quiescent, every node's state equals
+the synchronous semi-naive result. The verifier runs the in-memory engine under many
+delivery schedules (engine.schedule.ScheduledTransport) and compares every node with the
+reference after every burst.
+
+- Reachable on every connected graph of 2 to 4 nodes (links both ways, inserted edge by
+  edge; the most recently inserted link deleted in one burst): exhaustive and complete for
+  absorption provenance (docs/verify.md lists the schedules and states);
+- Liu et al. 2009, Fig. 2 with its deletion of link(C, B): exhaustive and complete;
+- a seeded bug (a test-only scheme that drops a deletion arriving before its occurrence):
+  found, shrunk (never longer, still failing), written, replayed from the file;
+- non-termination: a scheme that re-fires present facts loops on the a/p/q cycle (Nigam
+  Sec. 5), found as a cycle (or past the delivery bound without state hashing);
+- FIFO channels, overlapping bursts, batches, random and adversarial search, parallel
+  workers, the command line;
+- the papers' failure modes (Nigam Sec. 6: Fig. 6 with the original PSN, a/p/q with FIFO
+  base annotations, counting) when their schemes are registered.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+from networkx.generators.atlas import graph_atlas_g
+
+import provenance
+import psn
+from provenance import register_scheme
+from provenance.base import NO_FIRE
+from provenance.derivation import DerivationScheme
+from provenance.set_scheme import SetScheme
+from psn.cli import main
+from psn.verify import Budget, Counterexample, Problem, Scope
+from psn.verify.model import Execution, Reference
+from psn.verify.search import ExhaustivePolicy
+
+ROOT = Path(__file__).resolve().parents[1]
+REACH = psn.load(ROOT / "examples" / "reachable.ndl")
+APQ = """
+p(@1) :- a(@0).
+q(@2) :- p(@1).
+p(@1) :- q(@2).
+"""
+
+
+# -- test-only annotation schemes ------------------------------------------------------------
+class DropEarlyDeletions(DerivationScheme):
+    """Derivation sets with a seeded bug: a deletion that arrives before the occurrence it
+    deletes is dropped instead of waiting for it."""
+
+    name = "test-drop-early-deletions"
+
+    def pick(self, ctx, fact, stored, sign, ann, owned=False):
+        res = super().pick(ctx, fact, stored, sign, ann, owned)
+        if res is None and sign < 0:
+            return stored, NO_FIRE
+        return res
+
+
+class AlwaysFire(SetScheme):
+    """Set semantics that fires an insertion even when the fact is present: on a cycle of
+    rules the same insertions go round forever."""
+
+    name = "test-always-fire"
+
+    def pick(self, ctx, fact, stored, sign, ann, owned=False):
+        if sign > 0:
+            return True, True
+        return super().pick(ctx, fact, stored, sign, ann, owned)
+
+
+register_scheme(DropEarlyDeletions.name, DropEarlyDeletions)
+register_scheme(AlwaysFire.name, AlwaysFire)
+
+BUGGY = dict(facts={"link": [(1, 2)]}, bursts=[["+link(@2, 3)", "-link(@2, 3)"]],
+             annotation=DropEarlyDeletions.name)
+
+
+# -- reachable on every connected graph up to 4 nodes ----------------------------------------
+def _graphs():
+    out = []
+    for g in graph_atlas_g():
+        if 2 <= g.number_of_nodes() <= 4 and nx.is_connected(g):
+            edges = [tuple(sorted(e)) for e in g.edges()]
+            out.append((g.number_of_nodes(), edges))
+    return out
+
+
+GRAPHS = _graphs()
+
+
+def test_there_are_nine_connected_graphs_of_two_to_four_nodes():
+    assert [n for n, _ in GRAPHS] == [2, 3, 3, 4, 4, 4, 4, 4, 4]
+
+
+@pytest.mark.parametrize("nodes,edges", GRAPHS,
+                         ids=[f"{n}:{'-'.join(f'{u}{v}' for u, v in e)}" for n, e in GRAPHS])
+def test_reachable_every_connected_graph_exhaustive(nodes, edges):
+    links = [link for u, v in edges for link in ((u + 1, v + 1), (v + 1, u + 1))]
+    last = links[-1]
+    result = psn.verify(REACH, {"link": links}, [[f"-link(@{last[0]}, {last[1]})"]],
+                        mode="exhaustive", budget=5000)
+    assert result.ok, result.counterexample.render()
+    assert result.complete
+    assert result.finished >= 1 and result.states >= result.finished
+    print(f"{nodes} nodes {edges}: {result.schedules} schedules, {result.finished} to the "
+          f"end, {result.states} states")
+
+
+# -- Liu et al. 2009, Fig. 2 ----------------------------------------------------------------
+LIU_LINKS = [("A", "B"), ("B", "C"), ("C", "A"), ("C", "B")]   # p1..p4
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "derivation"])
+def test_liu_fig2_deletion_is_reorder_tolerant(annotation):
+    result = psn.verify.assert_reorder_tolerant(
+        REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], annotation=annotation,
+        mode="exhaustive", complete=True)
+    assert result.complete and result.mode == "exhaustive"
+    assert result.schedules > 10 and result.states > 10
+
+
+def test_liu_fig2_with_fifo_channels_explores_fewer_states():
+    any_order = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']],
+                           mode="exhaustive")
+    fifo = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']],
+                      mode="exhaustive", fifo=True)
+    assert any_order.ok and fifo.ok and any_order.complete and fifo.complete
+    assert fifo.states < any_order.states
+
+
+# -- a seeded bug ------------------------------------------------------------------------------
+def test_seeded_bug_found_shrunk_written_replayed(tmp_path):
+    found = psn.verify(REACH, mode="random", seed=3, budget=200, shrinking=False, **BUGGY)
+    assert not found.ok and found.counterexample.kind == "wrong-state"
+    shrunk = psn.verify(REACH, mode="random", seed=3, budget=200, **BUGGY)
+    cex = shrunk.counterexample
+    assert cex.kind == "wrong-state" and cex.found == found.counterexample.deviations
+    assert cex.length <= found.counterexample.length
+    assert cex.deviations <= found.counterexample.deviations
+    assert cex.deviations >= 1                   # the bug needs a reordering
+    assert cex.replay().failed                   # still fails
+    # the trace names the delivery that overtook its channel
+    assert any(step.overtakes for step in cex.steps)
+    assert "OUT OF ORDER" in cex.render()
+    path = cex.write(tmp_path / "cex.json")
+    data = json.loads(path.read_text())
+    assert data["format"] == "psn-verify-counterexample" and data["choices"] == cex.choices
+    again = Counterexample.load(path).replay()
+    assert again.kind == cex.kind and again.diff == cex.diff and not again.diverged
+    assert again.render() == cex.render()
+
+
+def test_seeded_bug_exhaustive_finds_a_one_reordering_counterexample():
+    result = psn.verify(REACH, mode="exhaustive", **BUGGY)
+    assert not result.ok and not result.complete
+    cex = result.counterexample
+    assert cex.deviations == 1 and cex.reordered == 1
+    assert cex.diff and all(sign > 0 for _, _, sign, _ in cex.diff)   # a tuple survives
+
+
+def test_seeded_bug_needs_reordering_fifo_channels_hide_it():
+    result = psn.verify(REACH, mode="exhaustive", fifo=True, **BUGGY)
+    assert result.ok and result.complete
+
+
+def test_seeded_bug_assertion_helper_prints_the_counterexample():
+    with pytest.raises(AssertionError, match="OUT OF ORDER"):
+        psn.verify.assert_reorder_tolerant(REACH, mode="exhaustive", **BUGGY)
+
+
+def test_seeded_bug_adversarial_search_finds_it():
+    result = psn.verify(REACH, mode="adversarial", budget=50, **BUGGY)
+    assert not result.ok and result.mode == "adversarial"
+
+
+def test_seeded_bug_in_parallel():
+    result = psn.verify(REACH, mode="exhaustive", jobs=2, **BUGGY)
+    assert not result.ok and result.jobs == 2
+    assert result.counterexample.replay().failed
+
+
+# -- the reductions keep the search complete --------------------------------------------------
+class EveryInterleaving:
+    """A policy that enumerates every delivery order, with no reduction at all."""
+
+    def __init__(self):
+        self.stack: list[list[int]] = []        # [choice, number of choices] per decision
+
+    def choose(self, d):
+        if d.index < len(self.stack):
+            return d.transitions[self.stack[d.index][0]]
+        self.stack.append([0, len(d.transitions)])
+        return d.transitions[0]
+
+    def backtrack(self) -> bool:
+        while self.stack:
+            self.stack[-1][0] += 1
+            if self.stack[-1][0] < self.stack[-1][1]:
+                return True
+            self.stack.pop()
+        return False
+
+
+def _final_states(problem, policy) -> tuple[set, int]:
+    """``{(how the schedule ended, digest of the final network state)}`` over every schedule
+    the policy walks, and the number of schedules."""
+    reference, forms, out, runs = Reference(problem), {}, set(), 0
+    while True:
+        execution = Execution(problem, policy, reference, forms=forms)
+        result = execution.run()
+        runs += 1
+        if result.kind != "pruned":
+            out.add((result.kind, execution.state_digest()))
+        if not policy.backtrack():
+            return out, runs
+
+
+REDUCTION_CASES = {
+    "liu-fig2": lambda: Problem.make(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']]),
+    "overlap": lambda: Problem.make(REACH, {"link": [(1, 2), (2, 3)]},
+                                    [["-link(@2, 3)"], ["+link(@2, 3)"]], scope="overlap"),
+    "seeded-bug": lambda: Problem.make(REACH, BUGGY["facts"], BUGGY["bursts"],
+                                       BUGGY["annotation"], scope="batch=2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REDUCTION_CASES))
+def test_sleep_sets_and_hashing_reach_every_final_state(case):
+    """Partial-order reduction and state hashing visit far fewer schedules than every
+    interleaving, and end in exactly the same final states (failures included)."""
+    problem = REDUCTION_CASES[case]()
+    every, brute_runs = _final_states(problem, EveryInterleaving())
+    reduced, runs = _final_states(problem, ExhaustivePolicy(problem))
+    assert reduced == every
+    assert runs * 5 < brute_runs
+
+
+# -- non-termination ---------------------------------------------------------------------------
+def test_a_cycle_of_insertions_is_a_cycle_counterexample():
+    result = psn.verify(APQ, bursts=[["+a(@0)"]], annotation=AlwaysFire.name,
+                        mode="exhaustive", unsafe=True)
+    assert not result.ok
+    cex = result.counterexample
+    assert cex.kind == "cycle" and "repeat forever" in cex.message
+    assert cex.replay().kind == "cycle"
+
+
+def test_past_the_bound_is_a_no_quiescence_counterexample():
+    result = psn.verify(APQ, bursts=[["+a(@0)"]], annotation=AlwaysFire.name,
+                        mode="exhaustive", unsafe=True, scope="nohash,bound=30")
+    cex = result.counterexample
+    assert cex.kind == "no-quiescence" and "within 30 deliveries" in cex.message
+
+
+# -- scopes, budgets, modes -------------------------------------------------------------------
+@pytest.mark.parametrize("annotation", ["derivation", "absorption"])
+def test_overlapping_bursts_and_batches(annotation):
+    """A link deleted and inserted again, the two bursts racing (overlap) or not."""
+    bursts = [["-link(@2, 3)"], ["+link(@2, 3)"]]
+    one = {}
+    for scope in ("overlap", "batch=2", ""):
+        one[scope] = result = psn.verify(REACH, {"link": [(1, 2), (2, 3)]}, bursts,
+                                         mode="exhaustive", scope=scope,
+                                         annotation=annotation)
+        assert result.ok and result.complete, scope
+    assert one["overlap"].states > one[""].states
+
+
+def test_batches_add_schedules():
+    one = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive",
+                     scope="nohash")
+    two = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive",
+                     scope="nohash,batch=2")
+    assert one.complete and two.complete and two.schedules > one.schedules
+
+
+def test_random_mode_is_seeded_and_never_complete():
+    a = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="random",
+                   budget=20, seed=5)
+    b = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="random",
+                   budget=20, seed=5)
+    assert a.ok and not a.complete and a.schedules == 20
+    assert (a.states, a.deliveries) == (b.states, b.deliveries)
+
+
+def test_auto_picks_exhaustive_on_a_small_scope_and_random_past_the_budget():
+    small = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']])
+    assert small.mode == "exhaustive" and small.complete and small.estimate >= 1
+    tight = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], budget=2)
+    assert tight.mode == "random" and not tight.complete and tight.schedules == 2
+
+
+def test_exhaustive_in_parallel_covers_the_same_scope():
+    one = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive")
+    two = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive",
+                     jobs=2)
+    assert one.complete and two.complete and two.ok
+    assert two.finished >= one.finished
+
+
+def test_budget_and_scope_parsing():
+    assert Budget.parse("30s").seconds == 30 and Budget.parse("30s").schedules is None
+    assert Budget.parse("2m").seconds == 120 and Budget.parse(500).schedules == 500
+    assert Scope.parse("overlap, batch=3,fifo").spec() == "overlap,fifo,batch=3"
+    for bad in ("forever", "0", "-3s"):
+        with pytest.raises(psn.InputError, match="--budget"):
+            Budget.parse(bad)
+    with pytest.raises(psn.InputError, match="unknown item 'sometimes'"):
+        Scope.parse("sometimes")
+    with pytest.raises(psn.InputError, match="batch"):
+        Scope.parse("batch=0")
+    with pytest.raises(psn.InputError, match="unknown verify mode"):
+        psn.verify(REACH, mode="thorough")
+
+
+def test_unknown_fact_in_a_burst_is_an_input_error():
+    with pytest.raises(psn.PSNError, match="nosuch"):
+        psn.verify(REACH, {"link": [(1, 2)]}, [["-nosuch(@1)"]])
+
+
+# -- the command line ---------------------------------------------------------------------------
+def _files(tmp_path):
+    facts = tmp_path / "facts.ndl"
+    facts.write_text('link(@"A", "B"). link(@"B", "C"). link(@"C", "A"). link(@"C", "B").\n')
+    burst = tmp_path / "burst.ndl"
+    burst.write_text('-link(@"C", "B").\n')
+    return str(facts), str(burst)
+
+
+def test_cli_success_exits_0(tmp_path, capsys):
+    facts, burst = _files(tmp_path)
+    code = main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", burst, "--mode", "exhaustive"])
+    out = capsys.readouterr().out
+    assert code == 0 and "reorder-tolerant on this scope" in out and "complete" in out
+
+
+def test_cli_failure_writes_and_replays(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    facts, burst = _files(tmp_path)
+    code = main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", burst, "--annotation", "set", "--unsafe"])
+    out = capsys.readouterr().out
+    assert code == 1 and "NOT reorder-tolerant" in out
+    path = tmp_path / "reachable.counterexample.json"
+    assert path.exists() and "psn verify --replay" in out
+    code = main(["verify", "--replay", str(path)])
+    replayed = capsys.readouterr().out
+    assert code == 1 and "differences from the synchronous semi-naive result" in replayed
+    assert replayed.split("\n", 1)[1].strip() in out
+
+
+def test_cli_json(tmp_path, capsys):
+    facts, burst = _files(tmp_path)
+    code = main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", burst, "--mode", "random", "--budget", "5", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["ok"] and doc["schedules"] == 5 and not doc["complete"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--scope", "never"], "unknown item 'never'"),
+    (["--budget", "soon"], "--budget"),
+    (["--annotation", "nosuch"], "unknown annotation scheme 'nosuch'"),
+])
+def test_cli_errors_exit_2(tmp_path, capsys, argv, message):
+    facts, burst = _files(tmp_path)
+    code = main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", burst, *argv])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_cli_replay_of_a_bad_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something else"}')
+    assert main(["verify", "--replay", str(bad)]) == 2
+    assert "not a psn verify counterexample" in capsys.readouterr().err
+
+
+# -- the papers' failure modes (Nigam et al. 2012, Sec. 5-6), when their schemes exist -------
+def _registered(name: str) -> bool:
+    return name in provenance.scheme_names()
+
+
+FIG6 = """
+p(@1) :- s(@2), t(@2), r(@2).
+s(@2) :- q(@3).
+t(@2) :- u(@4).
+"""
+FIG6_FACTS = {"q": [(3,)], "u": [(4,)]}
+FIG6_BURST = [["+r(@2)", "-q(@3)", "-u(@4)"]]
+#: Out-of-order deliveries in Fig. 6's run: none. Every channel carries one update; the
+#: fault is that the deletions of s and t, from nodes 3 and 4, both reach node 2 before it
+#: processes either (one delivery of two messages: scope batch=2).
+FIG6_OUT_OF_ORDER = 0
+
+
+@pytest.mark.skipif(not _registered("original"), reason="scheme 'original' not registered")
+def test_fig6_original_psn_fails_as_in_the_paper():
+    result = psn.verify(FIG6, FIG6_FACTS, FIG6_BURST, annotation="original", unsafe=True,
+                        mode="exhaustive", scope="batch=2")
+    assert not result.ok
+    cex = result.counterexample
+    assert cex.kind == "wrong-state" and cex.reordered <= FIG6_OUT_OF_ORDER
+    assert [(n, rel, s) for n, rel, s, _ in cex.diff] == [(1, "p", 1)]  # p stays at node 1
+    assert "node 2 <- node 3, node 4: -s(@2)  -t(@2)" in cex.render()
+
+
+@pytest.mark.skipif(not _registered("original"), reason="scheme 'original' not registered")
+def test_fig6_original_psn_needs_two_updates_arriving_together():
+    result = psn.verify(FIG6, FIG6_FACTS, FIG6_BURST, annotation="original", unsafe=True,
+                        mode="exhaustive")
+    assert result.ok and result.complete
+
+
+@pytest.mark.parametrize("annotation", ["derivation", "absorption"])
+def test_fig6_derivation_and_absorption_are_reorder_tolerant(annotation):
+    result = psn.verify(FIG6, FIG6_FACTS, FIG6_BURST, annotation=annotation,
+                        mode="exhaustive", scope="batch=2")
+    assert result.ok and result.complete
+
+
+@pytest.mark.skipif(not _registered("fifo-base"), reason="scheme 'fifo-base' not registered")
+def test_apq_fifo_base_fails_when_the_deletion_overtakes_the_insertion():
+    """Nigam Sec. 6: <+,a> and <-,a>; the deletion, first at node 0, is discarded as a cyclic
+    echo, and a, p and q end present. With FIFO channels that cannot happen; what remains
+    is the insertion and the deletion chasing each other round the p/q cycle."""
+    args = dict(bursts=[["+a(@0)", "-a(@0)"]], annotation="fifo-base", unsafe=True,
+                mode="adversarial", budget=50)
+    cex = psn.verify(APQ, **args).counterexample
+    assert cex.kind == "wrong-state" and cex.reordered == 1
+    assert sorted((rel, s) for _, rel, s, _ in cex.diff) == [("a", 1), ("p", 1), ("q", 1)]
+    fifo = psn.verify(APQ, fifo=True, **args).counterexample
+    assert fifo.kind == "cycle" and fifo.reordered == 0
+
+
+@pytest.mark.skipif(not _registered("fifo-base"), reason="scheme 'fifo-base' not registered")
+def test_fifo_base_is_right_on_fifo_channels_without_a_cycle():
+    args = dict(facts={"link": [(1, 2)]}, bursts=[["+link(@2, 3)", "-link(@2, 3)"]],
+                annotation="fifo-base", unsafe=True, mode="exhaustive")
+    cex = psn.verify(REACH, **args).counterexample
+    assert cex.kind == "wrong-state" and cex.reordered == 1
+    fifo = psn.verify(REACH, fifo=True, **args)
+    assert fifo.ok and fifo.complete
+
+
+@pytest.mark.skipif(not _registered("counting"), reason="scheme 'counting' not registered")
+def test_counting_does_not_terminate_on_a_cycle():
+    result = psn.verify(APQ, bursts=[["+a(@0)"]], annotation="counting", unsafe=True,
+                        mode="exhaustive", scope="bound=200")
+    cex = result.counterexample
+    assert cex.kind == "no-quiescence" and "within 200 deliveries" in cex.message
+    assert cex.deviations == 0          # every order: already the FIFO one
