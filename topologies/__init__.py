@@ -20,6 +20,7 @@ from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
 from .gtitm import (TS100, GeoParams, TSParams, format_spec, generate, generate_many,
                     parse_spec, read_spec, ts_variant)
 from .jsonfmt import from_json, read_json, to_json, write_json
+from .presets import LIU_PRESETS, liu_params, liu_topology
 from .sensor import sensor_grid
 from .simple import grid, line, random_graph, ring
 
@@ -30,11 +31,12 @@ __all__ = [
     "read_alt", "parse_alt", "write_alt", "format_alt",
     "read_json", "write_json", "to_json", "from_json",
     "sensor_grid", "ring", "line", "grid", "random_graph",
-    "make", "load", "save", "NAMES",
+    "make", "load", "save", "NAMES", "LIU_PRESETS", "liu_params", "liu_topology",
 ]
 
 #: names :func:`make` accepts
-NAMES = ("ts100", "gtitm", "dense", "sparse", "sensor-grid", "ring", "line", "grid", "random")
+NAMES = ("ts100", "gtitm", "dense", "sparse", "liu100", "liu-dense", "liu-sparse",
+         "sensor-grid", "ring", "line", "grid", "random")
 
 
 def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
@@ -45,7 +47,9 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
     name:
         ``ts100``/``gtitm`` (GT-ITM's ``ts100``, 100 nodes; ``params=TSParams`` or
         ``spec=PATH`` to change it), ``dense``/``sparse`` (``nodes=N``, default 100; see
-        :func:`~topologies.gtitm.ts_variant`), ``sensor-grid`` (options of
+        :func:`~topologies.gtitm.ts_variant`), ``liu100``/``liu-dense``/``liu-sparse``
+        (Liu et al.'s link counts, ``nodes=N`` for the last two; see
+        :mod:`topologies.presets`), ``sensor-grid`` (options of
         :func:`~topologies.sensor.sensor_grid`), ``ring``/``line`` (``n``), ``grid``
         (``rows``, ``cols``) or ``random`` (``n`` and ``m`` or ``p``, ``connected``).
     seed:
@@ -62,6 +66,8 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
     if name in ("dense", "sparse"):
         nodes = options.pop("nodes", 100)
         return generate(ts_variant(nodes, name), seed, **options)
+    if name in LIU_PRESETS:
+        return liu_topology(name, seed, **options)
     if name == "sensor-grid":
         return sensor_grid(seed=seed, **options)
     if name == "random":

@@ -1,0 +1,129 @@
+"""``psn experiment``: reproduce the papers' figures, one command each.
+
+Role: the command-line front end of :mod:`psn.experiment`::
+
+    psn experiment list
+    psn experiment NAME [--quick] [--runs N] [--seed S] [--output DIR] [--jobs J]
+                        [--executor local|inline|ray] [--address HOST:PORT]
+                        [--time-budget S] [--max-memory SIZE] [--fresh] [--report-only]
+    psn experiment all [same options]
+
+``NAME`` is ``fig7`` ... ``fig14`` (Liu et al. 2009 Sec. 7) or ``nigam`` (Nigam et al.
+2012 Fig. 6 and Sec. 5-6). Each writes raw rows, a summary with 95% confidence intervals,
+one PNG and SVG per panel and ``report.md`` into ``--output`` (default
+``experiments/NAME``); ``all`` writes every experiment under ``--output`` (default
+``experiments``) and an ``index.md``. Finished runs are cached in ``DIR/cache``, so an
+interrupted sweep resumes.
+
+Deliberately not here: the experiments themselves (:mod:`psn.experiment`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+__all__ = ["register"]
+
+
+def register(subparsers) -> None:
+    from psn.experiment.figures import EXPERIMENTS, SCALES
+    names = ", ".join(EXPERIMENTS)
+    p = subparsers.add_parser(
+        "experiment", help="reproduce the papers' figures (Liu et al. Sec. 7, Nigam et al.)",
+        description="Run one of the papers' experiments with repetitions, write raw rows, "
+                    "a summary with 95% confidence intervals, one figure per panel and a "
+                    f"report beside the paper's claims. NAME: {names}; 'list' lists them, "
+                    "'all' runs every one.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", metavar="NAME", help=f"{names}, list or all")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_const", const="quick", dest="scale",
+                      help=f"reduced sizes, {SCALES['quick']['runs']} repetitions, "
+                           f"{SCALES['quick']['time_budget']:g} s per run (minutes on a "
+                           f"2-core machine)")
+    size.add_argument("--tiny", action="store_const", const="tiny", dest="scale",
+                      help=argparse.SUPPRESS)
+    p.set_defaults(scale="full")
+    p.add_argument("--runs", type=int, metavar="N",
+                   help=f"repetitions per point (default {SCALES['full']['runs']}, "
+                        f"--quick {SCALES['quick']['runs']})")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the first repetition (repetition r uses S + r; default 0)")
+    p.add_argument("--output", "-o", metavar="DIR",
+                   help="output directory (default experiments/NAME, or experiments for "
+                        "all)")
+    p.add_argument("--cache", metavar="DIR", help="run cache (default DIR/cache)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="J",
+                   help="runs in parallel, in local processes (default 1)")
+    p.add_argument("--executor", choices=("local", "inline", "ray"), default="local",
+                   help="local processes (default), this process (inline), or Ray tasks")
+    p.add_argument("--address", metavar="HOST:PORT",
+                   help="Ray cluster to run on (--executor ray; default: a local runtime)")
+    p.add_argument("--time-budget", type=float, metavar="S",
+                   help=f"wall-clock seconds per run before it counts as not finished "
+                        f"(default {SCALES['full']['time_budget']:g}, --quick "
+                        f"{SCALES['quick']['time_budget']:g})")
+    p.add_argument("--max-memory", metavar="SIZE",
+                   help="resident memory per run, e.g. 4G (default: the smaller of 4 GiB "
+                        "and half the machine's memory divided by --jobs)")
+    p.add_argument("--fresh", action="store_true", help="rerun cached runs")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: rebuild rows, summary, figures and report from the "
+                        "runs.json already in --output")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)
+
+
+def _memory(args) -> int:
+    from engine.guards import parse_memory, physical_memory
+    if args.max_memory:
+        return parse_memory(args.max_memory)
+    phys = physical_memory() or 8 << 30
+    return int(min(4 << 30, phys // 2 // max(1, args.jobs)))
+
+
+def _run(args) -> int:
+    from ndlog.errors import InputError
+    from psn.experiment import (EXPERIMENTS, make_config, run_experiment, run_experiments)
+    if args.name == "list":
+        return _list(EXPERIMENTS)
+    if args.name != "all" and args.name not in EXPERIMENTS:
+        raise InputError(f"unknown experiment {args.name!r}",
+                         hint=f"one of {', '.join(EXPERIMENTS)}, list or all")
+    if args.executor != "ray" and args.address:
+        raise InputError("--address goes with --executor ray")
+    cfg = make_config(args.scale, args.runs, args.seed, args.time_budget, _memory(args))
+    command = "psn experiment " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
+        if len(sys.argv) > 2 and sys.argv[1] == "experiment" else f"psn experiment {args.name}"
+    kw = dict(executor=args.executor, jobs=args.jobs, address=args.address, fresh=args.fresh,
+              progress=False if args.no_progress else None, command=command,
+              report_only=args.report_only)
+    if args.cache:
+        kw["cache"] = args.cache
+    if args.name == "all":
+        out = args.output or "experiments"
+        results, index = run_experiments(list(EXPERIMENTS), cfg, out, **kw)
+        for res in results:
+            _print_result(res)
+        print(f"index: {index}")
+        return 0
+    res = run_experiment(args.name, cfg, args.output or f"experiments/{args.name}", **kw)
+    _print_result(res)
+    return 0
+
+
+def _list(experiments) -> int:
+    for name, exp in experiments.items():
+        print(f"{name:7} {exp.figure}: {exp.title} ({exp.source}, {exp.section})")
+    return 0
+
+
+def _print_result(res) -> None:
+    exp = res.experiment
+    v = res.verdicts()
+    counts = ", ".join(f"{n} {k}" for k, n in v.items()) or "no claims"
+    dnf = sum(1 for r in res.records if r.get("status") != "ok")
+    print(f"{exp.name}: {len(res.records)} runs ({dnf} did not finish); claims: {counts}; "
+          f"report: {res.report}")

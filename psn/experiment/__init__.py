@@ -1,0 +1,120 @@
+"""Reproducing the papers' experiments: Liu et al. 2009 Sec. 7 and Nigam et al. 2012.
+
+Role: ``psn experiment NAME`` as a library. :func:`run_experiment` plans an experiment's
+runs at a scale (:func:`~psn.experiment.figures.make_config`), runs those not in the cache
+(:func:`~psn.experiment.executor.run_all`: local processes, this process, or Ray), and
+writes raw rows, the summary with 95% confidence intervals over the repetitions, one figure
+per panel and ``report.md`` with the paper's claims beside the measurements
+(:func:`~psn.experiment.report.write_experiment`)::
+
+    from psn.experiment import make_config, run_experiment
+    result = run_experiment("fig7", make_config("quick"), "out/fig7", jobs=2)
+    result.report, [c.verdict for c in result.claims]
+
+Every run goes through the project's own APIs (``sim.Simulation`` with
+``engine.RunOptions`` and a workload SPEC; ``engine.Network`` for Nigam et al.'s examples)
+and has a time and memory budget; a run over budget is data ("did not finish"), drawn and
+reported as such.
+
+Deliberately not here: the engine and the simulator themselves; the command line
+(:mod:`psn.cli.experiment_cmd`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .executor import EXECUTORS, Cache, run_all
+from .figures import (EXPERIMENTS, SCALES, Claim, Config, Experiment, get_experiment,
+                      make_config)
+from .report import ExperimentResult, write_experiment, write_index
+from .runs import RunSpec, code_version, execute_run, machine_info
+from .stats import summarize, t_quantile
+
+__all__ = ["run_experiment", "run_experiments", "EXPERIMENTS", "SCALES", "EXECUTORS",
+           "Config", "make_config", "Experiment", "ExperimentResult", "Claim", "RunSpec",
+           "Cache", "run_all", "execute_run", "get_experiment", "summarize", "t_quantile",
+           "code_version", "machine_info"]
+
+
+def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | Path | None = None,
+                   executor: str = "local", jobs: int = 1, address: str | None = None,
+                   fresh: bool = False, progress: bool | None = None,
+                   command: str = "", report_only: bool = False) -> ExperimentResult:
+    """Run (or read from the cache) every run of experiment ``name`` and write its files.
+
+    Parameters
+    ----------
+    name:
+        A key of :data:`EXPERIMENTS`.
+    cfg:
+        Scale, repetitions, seed and budgets (:func:`make_config`).
+    output:
+        The directory for rows, summary, figures and ``report.md``.
+    cache:
+        Where finished runs are kept (default ``output/cache``).
+    executor, jobs, address, fresh, progress:
+        See :func:`~psn.experiment.executor.run_all`.
+    command:
+        The command line, for the report.
+    report_only:
+        Run nothing: rebuild rows, summary, figures and report from the ``runs.json``
+        already in ``output`` (after a change to the reports, or with records made by
+        another version of the code).
+    """
+    exp = get_experiment(name)
+    outdir = Path(output)
+    t0 = time.perf_counter()
+    items = exp.plan(cfg)
+    if report_only:
+        records = _recorded(outdir, [i.spec for i in items])
+        command = _previous_command(outdir) or command
+    else:
+        store = Cache(Path(cache) if cache is not None else outdir / "cache")
+        records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
+                          address=address, fresh=fresh, progress=progress, label=name)
+    return write_experiment(exp, cfg, items, records, outdir, command,
+                            None if report_only else time.perf_counter() - t0)
+
+
+def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
+    """The records of ``specs`` from ``outdir/runs.json`` (``report_only``)."""
+    import json
+    from ndlog.errors import InputError
+    path = outdir / "runs.json"
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {exc}",
+                         hint="run the experiment first (without --report-only)") from None
+    by_spec = {RunSpec.from_dict(r["spec"]): r for r in saved}
+    missing = [s for s in specs if s not in by_spec]
+    if missing:
+        raise InputError(f"{len(missing)} of the experiment's {len(specs)} runs are not in "
+                         f"{path} (other scale, seed or budget?)",
+                         hint="use the options of the run that wrote it, or run without "
+                              "--report-only")
+    return {s: by_spec[s] for s in specs}
+
+
+def _previous_command(outdir: Path) -> str:
+    """The command of the report already in ``outdir`` (the runs' command), or ``""``."""
+    try:
+        text = (outdir / "report.md").read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        if line.startswith("- Command: `") and line.endswith("`"):
+            return line[len("- Command: `"):-1]
+    return ""
+
+
+def run_experiments(names: list[str], cfg: Config, output: str | Path, *,
+                    command: str = "", **kw) -> tuple[list[ExperimentResult], Path]:
+    """Run several experiments into ``output/NAME`` with one shared cache
+    (``output/cache``) and write ``output/index.md``."""
+    outdir = Path(output)
+    kw.setdefault("cache", outdir / "cache")
+    results = [run_experiment(n, cfg, outdir / n, command=command, **kw) for n in names]
+    return results, write_index(results, outdir, command)

@@ -1,0 +1,348 @@
+"""What every experiment is made of: its size, series, metrics, panels, runs and claims.
+
+Role: the vocabulary of :mod:`psn.experiment.figures`. :class:`Config` is an experiment's
+size (scale, repetitions, seeds, per-run budgets; Liu et al. 2009 Sec. 7 average 10 runs);
+:class:`Series` a line of a figure with its run options; :class:`Metric` and
+:class:`Panel` what is drawn; :class:`Item` one planned run; :class:`Claim` a published
+finding with PSN's verdict. :class:`Experiment` is the base class of the figures (it plans
+runs, turns records into rows, and states claims), with the helpers they share: the
+topologies of Liu Sec. 7.1 and 7.3 per scale, comparisons of series, and verdicts.
+
+Deliberately not here: the figures themselves (:mod:`~psn.experiment.liu`,
+:mod:`~psn.experiment.nigam`), running, drawing, writing.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+from ndlog.errors import InputError
+
+from .runs import STATUS_DNF, STATUS_OK, RunSpec
+from .table import SummaryTable
+
+__all__ = ["Config", "Series", "Metric", "Panel", "Item", "Claim", "Experiment", "SCALES",
+           "make_config", "fmt", "REPRODUCED", "PARTIAL", "NOT_REPRODUCED", "NOT_TESTED",
+           "MB", "KB", "optional_series", "compare", "dearer", "verdict", "step_state",
+           "sums", "topology_size", "reach_topology", "density_topology", "sensor_topology",
+           "DRED", "RELATIVE_EAGER", "RELATIVE_LAZY", "SET", "LAZY", "EAGER", "DERIVATION"]
+
+REPRODUCED = "reproduced"
+PARTIAL = "partially reproduced"
+NOT_REPRODUCED = "not reproduced"
+NOT_TESTED = "not tested"
+
+MB = 1e6
+KB = 1e3
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Config:
+    """The size of an experiment: scale, repetitions, seeds and per-run budgets.
+
+    ``scale`` is ``full`` (the paper's sizes, 10 repetitions; Liu Sec. 7: "averaged across
+    10 runs"), ``quick`` (smaller sizes, 3 repetitions) or ``tiny`` (toy graphs, for
+    tests). Repetition ``r`` runs with seed ``seed + r`` (delivery order and the links a
+    workload picks); topologies are generated with ``topology_seed``.
+    """
+
+    scale: str = "quick"
+    runs: int = 3
+    seed: int = 0
+    time_budget: float = 60.0
+    memory_budget: int = 4 << 30
+    topology_seed: int = 0
+
+    def describe(self) -> dict:
+        return {"scale": self.scale, "runs": self.runs, "seed": self.seed,
+                "time_budget_s": self.time_budget,
+                "memory_budget_gib": round(self.memory_budget / 2**30, 2),
+                "topology_seed": self.topology_seed}
+
+
+#: defaults per scale: repetitions and the time budget of one run (seconds; Liu Sec. 7
+#: calls a run that did not converge within 5 minutes "did not complete")
+SCALES = {"full": {"runs": 10, "time_budget": 300.0},
+          "quick": {"runs": 3, "time_budget": 60.0},
+          "tiny": {"runs": 2, "time_budget": 10.0}}
+
+
+def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
+                time_budget: float | None = None, memory_budget: int | None = None,
+                topology_seed: int = 0) -> Config:
+    """A :class:`Config` with the scale's defaults for what is not given."""
+    if scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
+    d = SCALES[scale]
+    runs = d["runs"] if runs is None else runs
+    if runs < 1:
+        raise InputError(f"--runs must be at least 1, not {runs}")
+    tb = d["time_budget"] if time_budget is None else time_budget
+    if tb <= 0:
+        raise InputError(f"the time budget must be positive, not {tb}")
+    mem = Config.memory_budget if memory_budget is None else memory_budget
+    return Config(scale, runs, seed, tb, mem, topology_seed)
+
+
+@dataclass(frozen=True)
+class Series:
+    """A line of a figure: its label (as the paper names it) and its run options."""
+
+    label: str
+    annotation: str
+    ship: str | None = None
+    aggsel: str = "auto"
+    delivery: str = "random"
+    unsafe: bool = False
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A column of the rows: ``name`` (with its unit) and the axis label."""
+
+    name: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One figure file: a metric drawn as ``line`` (numeric x), ``bar`` (categorical x),
+    ``box`` (distribution of the rows) or ``stacked`` (shares of outcomes), over the
+    rows of ``phase``."""
+
+    name: str
+    metric: str
+    title: str
+    kind: str = "line"
+    phase: str = ""
+    xlabel: str = ""
+    logy: bool = False
+    stack: tuple = ()
+
+
+@dataclass
+class Item:
+    """One planned run and where its rows go."""
+
+    spec: RunSpec
+    series: str
+    rep: int
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class Claim:
+    """A published finding beside PSN's measurement."""
+
+    figure: str
+    claim: str
+    verdict: str
+    evidence: str
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def fmt(v, unit: str = "") -> str:
+    """A number with 3 significant digits (``"-"`` for None)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}{unit}"
+    if v == 0:
+        return f"0{unit}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(v)))))
+    return f"{v:,.{digits}f}{unit}"
+
+
+def verdict(wins: int, total: int) -> str:
+    """"reproduced" if the claimed relation held at all ``total`` points compared,
+    "partially reproduced" at some, "not reproduced" at none, "not tested" if none could
+    be compared."""
+    if total == 0:
+        return NOT_TESTED
+    if wins == total:
+        return REPRODUCED
+    return PARTIAL if wins else NOT_REPRODUCED
+
+
+def compare(table: SummaryTable, cheap: str, dear: str, metrics, xs, phase: str = ""
+             ) -> tuple[int, int, list[str]]:
+    """How often ``cheap`` is below ``dear`` (a point where ``dear`` did not finish and
+    ``cheap`` did counts as below); returns ``(wins, compared, evidence)``."""
+    wins = total = 0
+    notes = []
+    for m in metrics:
+        for x in xs:
+            a, b = table.get(cheap, x, m, phase), table.get(dear, x, m, phase)
+            if a is None or b is None or not a.finished:
+                continue
+            total += 1
+            if not b.finished:
+                wins += 1
+                notes.append(f"{m} at {x}: {fmt(a.mean)} vs did not finish")
+                continue
+            if a.mean < b.mean:
+                wins += 1
+            notes.append(f"{m} at {x}: {fmt(a.mean)} vs {fmt(b.mean)}")
+    return wins, total, notes
+
+
+def optional_series(candidates) -> tuple[list[Series], list[tuple[str, str]]]:
+    """The series whose scheme is registered, and ``(label, why)`` of the others."""
+    from provenance import scheme_names
+    names = set(scheme_names())
+    have, missing = [], []
+    for s in candidates:
+        if s.annotation in names:
+            have.append(s)
+        else:
+            missing.append((s.label, f"no annotation scheme '{s.annotation}' is registered "
+                                     f"in this version of PSN"))
+    return have, missing
+
+
+#: series built on schemes PSN does not have yet (run when registered under these names)
+DRED = Series("DRed", "dred")
+RELATIVE_EAGER = Series("Relative Eager", "relative", "eager")
+RELATIVE_LAZY = Series("Relative Lazy", "relative", "lazy")
+
+SET = Series("Set (no provenance)", "set")
+LAZY = Series("Absorption Lazy", "absorption", "lazy")
+EAGER = Series("Absorption Eager", "absorption", "eager")
+DERIVATION = Series("Derivation sets", "derivation")
+
+
+@functools.lru_cache(maxsize=64)
+def topology_size(name: str, options: tuple, seed: int) -> tuple[int, int]:
+    """``(nodes, undirected links)`` of a generated topology."""
+    import topologies
+    t = topologies.make(name, seed=seed, **dict(options))
+    return t.n, t.num_links
+
+
+def step_state(step: dict, nodes: int) -> dict:
+    """The state metrics after a step (Liu Sec. 7.1): per-tuple provenance, per-node
+    operator state, stored tuples, and whether the step equalled the reference."""
+    chk = step.get("check")
+    return {"provenance_B": step["provenance_per_tuple"],
+            "state_MB_per_node": step["state_bytes"] / nodes / MB,
+            "tuples": step["tuples"],
+            "correct": None if chk is None else int(bool(chk))}
+
+
+def sums(steps: list[dict]) -> dict:
+    """Bytes, updates, simulated and wall-clock seconds summed over ``steps``."""
+    return {"bytes": sum(s["bytes_sent"] for s in steps),
+            "updates": sum(s["updates_sent"] for s in steps),
+            "sim": sum(s["sim_time"] for s in steps),
+            "wall": sum(s["wall_time"] for s in steps)}
+
+
+# --------------------------------------------------------------------------- base class
+
+
+class Experiment:
+    """One figure (see the module docstring). Subclasses set the class attributes and
+    implement :meth:`plan`, :meth:`rows` and :meth:`claims`."""
+
+    name = ""
+    figure = ""
+    title = ""
+    source = "Liu et al. 2009"
+    section = ""
+    xlabel = ""
+    metrics: tuple = ()
+    panels: tuple = ()
+    #: the paper's setting, one line
+    setting = ""
+
+    def plan(self, cfg: Config) -> list[Item]:
+        raise NotImplementedError
+
+    def rows(self, item: Item, record: dict) -> list[dict]:
+        raise NotImplementedError
+
+    def claims(self, table: SummaryTable, cfg: Config) -> list[Claim]:
+        return []
+
+    def missing(self) -> list[tuple[str, str]]:
+        """``(series, why)`` of the series the paper draws that PSN cannot run."""
+        return []
+
+    def notes(self, cfg: Config) -> list[str]:
+        """How PSN's setting differs from the paper's, for the report."""
+        return []
+
+    # -- helpers for subclasses --------------------------------------------------------
+    def spec(self, cfg: Config, series: Series, rep: int, **kw) -> RunSpec:
+        base = dict(annotation=series.annotation, ship=series.ship, aggsel=series.aggsel,
+                    delivery=series.delivery, unsafe=series.unsafe, seed=cfg.seed + rep,
+                    time_budget=cfg.time_budget, memory_budget=cfg.memory_budget,
+                    topology_seed=cfg.topology_seed)
+        base.update(kw)
+        return RunSpec(**base)
+
+    def base_row(self, item: Item, record: dict, x, phase: str = "") -> dict:
+        topo = record.get("topology") or {}
+        links = topo.get("links")
+        return {"experiment": self.name, "series": item.series, "x": x, "phase": phase,
+                "rep": item.rep, "seed": item.spec.seed, "status": STATUS_OK,
+                "reason": "", "run_key": record.get("key", ""),
+                "topology": item.spec.topology or "", "nodes": topo.get("nodes"),
+                "link_tuples": 2 * links if links is not None else None}
+
+    def unfinished(self, row: dict, record: dict) -> dict:
+        """Mark ``row`` as not finished, with the run's reason."""
+        row["status"] = record["status"] if record["status"] != STATUS_OK else STATUS_DNF
+        row["reason"] = record.get("reason") or ""
+        return row
+
+    def metric_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def metric_label(self, name: str) -> str:
+        for m in self.metrics:
+            if m.name == name:
+                return m.label
+        return name
+
+
+# --------------------------------------------------------------------------- topologies
+
+
+def reach_topology(cfg: Config) -> tuple[str, tuple]:
+    """Liu Sec. 7.1's default network: 100 nodes, about 200 links (``liu100``)."""
+    if cfg.scale == "tiny":
+        return "random", (("connected", True), ("m", 6), ("n", 5))
+    return "liu100", ()
+
+
+def density_topology(cfg: Config, density: str, nodes: int) -> tuple[str, tuple]:
+    """Liu Sec. 7.3's dense (4 links per node) and sparse (half as many) networks."""
+    if cfg.scale == "tiny":
+        m = (3 * nodes) // 2 if density == "dense" else nodes
+        return "random", (("connected", True), ("m", m), ("n", nodes))
+    return f"liu-{density}", (("nodes", nodes),)
+
+
+def sensor_topology(cfg: Config) -> tuple[str, tuple]:
+    """Liu Sec. 7.1 workload 2: 100 sensors on 100 m x 100 m, k = 20 m, 5 seeds."""
+    if cfg.scale == "tiny":
+        return "sensor-grid", (("radius", 25.0), ("seeds", 2), ("sensors", 9),
+                               ("size", 60.0))
+    return "sensor-grid", (("radius", 20.0), ("seeds", 5), ("sensors", 100),
+                           ("size", 100.0))
+
+
+def dearer(table, a: str, b: str, metric: str, x, phase: str = "") -> bool:
+    """``a`` costs more than ``b`` at ``x`` (or did not finish where ``b`` did)."""
+    pa, pb = table.get(a, x, metric, phase), table.get(b, x, metric, phase)
+    if pa is None or pb is None or not pb.finished:
+        return False
+    return not pa.finished or pa.mean > pb.mean

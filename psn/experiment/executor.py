@@ -1,0 +1,185 @@
+"""Running many independent runs: a cache, local processes or Ray, and a progress bar.
+
+Role: :func:`run_all` takes :class:`~psn.experiment.runs.RunSpec` values and returns their
+records. A finished run is cached as one JSON file named by its key (a hash of its
+parameters and the code version, :meth:`RunSpec.key`), so an interrupted sweep resumes
+where it stopped and a run shared by two experiments is computed once. The rest run
+
+- ``inline``: one after the other in this process (tests, debugging);
+- ``local``: in ``jobs`` local processes (``concurrent.futures.ProcessPoolExecutor``,
+  ``spawn``, one fresh process per run so that each run's memory budget measures that run
+  alone);
+- ``ray``: as Ray tasks on a cluster (``address``) or a local Ray runtime, one CPU each.
+
+A tqdm bar on stderr shows runs done and the time left.
+
+Deliberately not here: what a run does (:func:`~psn.experiment.runs.execute_run`),
+choosing runs, statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ndlog.errors import InputError
+
+from .runs import RunSpec, code_version, execute_run
+
+__all__ = ["Cache", "run_all", "EXECUTORS"]
+
+#: values of ``executor``
+EXECUTORS = ("local", "inline", "ray")
+
+
+class Cache:
+    """Finished runs, one JSON file per run in ``directory`` (``<key>.json``).
+
+    Parameters
+    ----------
+    directory:
+        Where the files go (created on first write).
+    version:
+        The code version part of every key (default :func:`code_version`).
+    """
+
+    def __init__(self, directory: str | Path, version: str | None = None):
+        self.dir = Path(directory)
+        self.version = version or code_version()
+
+    def path(self, spec: RunSpec) -> Path:
+        return self.dir / f"{spec.key(self.version)}.json"
+
+    def get(self, spec: RunSpec) -> dict | None:
+        """The cached record of ``spec``, or None (a damaged file counts as missing)."""
+        p = self.path(spec)
+        try:
+            record = json.loads(p.read_text())
+        except (OSError, ValueError):
+            return None
+        return record if record.get("spec") == spec.to_dict() else None
+
+    def put(self, spec: RunSpec, record: dict) -> None:
+        """Write ``record`` atomically (a temporary file renamed into place)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            p = self.path(spec)
+            tmp = p.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
+            tmp.replace(p)
+        except OSError as exc:
+            raise InputError(f"cannot write the run cache in {self.dir}: "
+                             f"{exc.strerror}") from None
+
+
+def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
+            jobs: int = 1, address: str | None = None, fresh: bool = False,
+            progress: bool | None = None, label: str = "runs",
+            on_record: Callable[[RunSpec, dict], None] | None = None) -> dict[RunSpec, dict]:
+    """Records of every spec (duplicates run once), from the cache or freshly run.
+
+    Parameters
+    ----------
+    specs:
+        The runs.
+    cache:
+        Where finished runs are kept; each new record is written as soon as it arrives.
+    executor:
+        ``local``, ``inline`` or ``ray`` (see the module docstring).
+    jobs:
+        Concurrent local processes (``local``).
+    address:
+        Ray cluster address (``ray``; ``None``: a local Ray runtime).
+    fresh:
+        Ignore cached records (they are overwritten).
+    progress:
+        Show a tqdm bar (``None``: when stderr is a terminal).
+    on_record:
+        Called with every record as it arrives (cached ones included).
+    """
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r}; one of {', '.join(EXECUTORS)}")
+    if jobs < 1:
+        raise InputError(f"--jobs must be at least 1, not {jobs}")
+    unique = list(dict.fromkeys(specs))
+    out: dict[RunSpec, dict] = {}
+    todo = []
+    for spec in unique:
+        record = None if fresh else cache.get(spec)
+        if record is None:
+            todo.append(spec)
+        else:
+            out[spec] = record
+            if on_record:
+                on_record(spec, record)
+    bar = _bar(len(unique), len(unique) - len(todo), progress, label)
+
+    def done(spec: RunSpec, record: dict) -> None:
+        cache.put(spec, record)
+        out[spec] = record
+        if on_record:
+            on_record(spec, record)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(_describe(spec, record))
+
+    try:
+        if not todo:
+            pass
+        elif executor == "inline":
+            for spec in todo:
+                done(spec, execute_run(spec.to_dict(), cache.version))
+        elif executor == "local":
+            _local(todo, jobs, cache.version, done)
+        else:
+            _ray(todo, address, cache.version, done)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
+                             max_tasks_per_child=1) as pool:
+        futures = {pool.submit(execute_run, spec.to_dict(), version): spec for spec in todo}
+        for fut in as_completed(futures):
+            done(futures[fut], fut.result())
+
+
+def _ray(todo: list[RunSpec], address: str | None, version: str, done) -> None:
+    from psn.distributed.runtime import ray_errors, start_ray, stop_ray
+    start_ray(address)
+    import ray
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+        with ray_errors():
+            pending = {task.remote(spec.to_dict(), version): spec for spec in todo}
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    done(pending.pop(ref), ray.get(ref))
+    finally:
+        stop_ray()
+
+
+def _describe(spec: RunSpec, record: dict) -> str:
+    status = record.get("status")
+    what = f"{spec.program} {spec.annotation}" + (f" {spec.ship}" if spec.ship else "")
+    return f"{what}: {status} in {record.get('wall_s', 0):.1f}s"
+
+
+def _bar(total: int, initial: int, progress: bool | None, label: str):
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress or total == 0:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,
+                dynamic_ncols=True)

@@ -1,0 +1,239 @@
+"""``psn experiment``: every experiment end to end at a tiny scale, and its parts.
+
+- every experiment of Liu et al. 2009 Sec. 7 (Figs. 7-14) and Nigam et al. 2012's examples
+  runs at the hidden ``tiny`` scale (toy graphs, 2 repetitions) in this process and writes
+  its raw rows, summary, one decodable PNG (and an SVG) per panel and a report with the
+  paper's claims and verdicts;
+- the summary's intervals are the Student-t intervals of the repetitions' values;
+- a cached run is read back, not recomputed; a run over its time budget is in the data
+  as "did not finish" (and drawn);
+- the Student-t quantiles, the Liu et al. topology presets, the embedded programs, and the
+  command line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import psn
+import topologies
+from psn.cli import main as psn_main
+from psn.experiment import (EXPERIMENTS, Cache, RunSpec, make_config, run_all,
+                            run_experiment, run_experiments, summarize, t_quantile)
+from psn.experiment.programs import NIGAM_EXAMPLES, PROGRAMS
+from psn.experiment.table import ROW_FIELDS, SUMMARY_FIELDS
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = make_config("tiny")
+
+
+def _csv(path: Path) -> tuple[list[str], list[dict]]:
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), list(reader)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """Every experiment at the tiny scale, in this process, with one shared cache."""
+    out = tmp_path_factory.mktemp("experiments")
+    results, index = run_experiments(list(EXPERIMENTS), TINY, out, executor="inline",
+                                     progress=False, command="psn experiment all --tiny")
+    return out, {r.experiment.name: r for r in results}, index
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (4, 2.7764),
+                                         (9, 2.2622), (30, 2.0423), (1000, 1.9623)])
+def test_t_quantiles_match_the_tables(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
+    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-4)
+
+
+def test_interval_is_student_t_over_repetitions():
+    s = summarize([1.0, 2.0, 6.0])
+    sd = math.sqrt(((1 - 3) ** 2 + (2 - 3) ** 2 + (6 - 3) ** 2) / 2)
+    assert s.mean == 3.0 and s.sd == pytest.approx(sd)
+    assert s.half == pytest.approx(4.3027 * sd / math.sqrt(3), rel=1e-4)
+    assert (s.low, s.high) == pytest.approx((3.0 - s.half, 3.0 + s.half))
+    one = summarize([5.0])
+    assert one.n == 1 and math.isnan(one.half) and one.low == one.high == 5.0
+    assert summarize([]) is None
+
+
+# --------------------------------------------------------------------------- every experiment
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_experiment_writes_rows_summary_figures_and_report(swept, name):
+    out, results, _ = swept
+    res, exp = results[name], EXPERIMENTS[name]
+    d = out / name
+    fields, rows = _csv(d / "rows.csv")
+    assert fields[: len(ROW_FIELDS)] == list(ROW_FIELDS)
+    assert set(exp.metric_names()) <= set(fields)
+    assert rows and {r["experiment"] for r in rows} == {name}
+    assert {int(r["rep"]) for r in rows} == set(range(TINY.runs))
+    assert json.loads((d / "rows.json").read_text())[0]["experiment"] == name
+    sfields, summary = _csv(d / "summary.csv")
+    assert sfields == list(SUMMARY_FIELDS) and summary
+    for panel in exp.panels:
+        png = d / f"{name}-{panel.name}.png"
+        import matplotlib.image
+        img = matplotlib.image.imread(png)
+        assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 300
+        assert (d / f"{name}-{panel.name}.svg").read_text().lstrip().startswith("<?xml")
+    report = (d / "report.md").read_text()
+    for section in ("## Setting", "## The paper's claims and what PSN measures",
+                    "## Figures", "## Runs that did not finish", "## Correctness",
+                    "- Machine:", "- Code version:"):
+        assert section in report, section
+    for panel in exp.panels:
+        assert f"]({name}-{panel.name}.png)" in report
+    assert res.claims and all(c.verdict in ("reproduced", "partially reproduced",
+                                            "not reproduced", "not tested")
+                              for c in res.claims)
+    for c in res.claims:
+        assert f"**{c.verdict}**" in report
+    for series, _ in exp.missing():
+        assert f"**{series}**" in report
+    records = json.loads((d / "runs.json").read_text())
+    for rec in records:
+        assert rec["code_version"] and rec["machine"]["cpus"]
+        assert rec["spec"]["seed"] in range(TINY.seed, TINY.seed + 100)
+
+
+def test_index_lists_every_experiment(swept):
+    out, _, index = swept
+    text = index.read_text()
+    for name in EXPERIMENTS:
+        assert f"[report]({name}/report.md)" in text
+
+
+def test_intervals_come_from_the_repetitions(swept):
+    out, _, _ = swept
+    _, rows = _csv(out / "fig7" / "rows.csv")
+    _, summary = _csv(out / "fig7" / "summary.csv")
+    point = [r for r in summary if r["series"] == "Absorption Lazy" and r["x"] == "1.0"
+             and r["metric"] == "comm_MB"][0]
+    values = [float(r["comm_MB"]) for r in rows
+              if r["series"] == "Absorption Lazy" and r["x"] == "1.0" and r["status"] == "ok"]
+    assert len(values) == TINY.runs == int(point["n_ok"])
+    s = summarize(values)
+    assert float(point["mean"]) == pytest.approx(s.mean)
+    assert float(point["ci_half"]) == pytest.approx(
+        t_quantile(0.975, TINY.runs - 1) * s.sd / math.sqrt(TINY.runs))
+    assert float(point["ci_low"]) == pytest.approx(s.mean - s.half)
+
+
+def test_checked_points_equal_the_reference(swept):
+    _, results, _ = swept
+    for name in ("fig7", "fig8", "fig11", "fig14"):
+        rows = results[name].table.rows
+        checked = [r for r in rows if r["status"] == "ok" and r.get("correct") is not None]
+        assert checked and all(r["correct"] == 1 for r in checked
+                               if not r["series"].startswith("Set")), name
+
+
+def test_nigam_safe_schemes_always_correct(swept):
+    _, results, _ = swept
+    table = results["nigam"].table
+    for ex in NIGAM_EXAMPLES:
+        for d in ("fifo", "random", "adversarial"):
+            for series in ("Derivation sets", "Absorption provenance"):
+                assert table.mean(series, d, "correct_pct", ex) == 100.0, (series, ex, d)
+
+
+# --------------------------------------------------------------------------- cache and budget
+
+
+def test_a_cached_run_is_not_recomputed(swept, tmp_path):
+    out, results, _ = swept
+    before = {r["key"]: r for r in results["fig13"].records}
+    again = run_experiment("fig13", TINY, tmp_path / "fig13", cache=out / "cache",
+                           executor="inline", progress=False)
+    after = {r["key"]: r for r in again.records}
+    assert after.keys() == before.keys()
+    for key, rec in after.items():
+        assert (rec["started"], rec["pid"], rec["wall_s"]) == \
+            (before[key]["started"], before[key]["pid"], before[key]["wall_s"])
+    # a new seed is a new run
+    spec = [i.spec for i in EXPERIMENTS["fig13"].plan(TINY)][0]
+    cache = Cache(out / "cache")
+    new = RunSpec.from_dict({**spec.to_dict(), "seed": 99})
+    assert cache.get(spec) is not None and cache.get(new) is None
+    record = run_all([new], cache, executor="inline", progress=False)[new]
+    assert record["spec"]["seed"] == 99 and cache.get(new)["key"] == record["key"]
+
+
+def test_report_only_rebuilds_from_runs_json(swept, tmp_path):
+    out, results, _ = swept
+    again = run_experiment("fig13", TINY, out / "fig13", report_only=True)
+    assert [c.verdict for c in again.claims] == [c.verdict for c in results["fig13"].claims]
+    assert "- Command: `psn experiment all --tiny`" in again.report.read_text()
+    with pytest.raises(psn.PSNError, match="runs.json"):
+        run_experiment("fig13", TINY, tmp_path / "empty", report_only=True)
+    with pytest.raises(psn.PSNError, match="not in"):
+        run_experiment("fig13", make_config("tiny", seed=5), out / "fig13", report_only=True)
+
+
+def test_a_run_over_budget_is_in_the_data(tmp_path):
+    cfg = make_config("tiny", runs=2, time_budget=0.001)
+    res = run_experiment("fig7", cfg, tmp_path / "fig7", executor="inline", progress=False)
+    _, rows = _csv(tmp_path / "fig7" / "rows.csv")
+    dnf = [r for r in rows if r["status"] == "dnf"]
+    assert dnf and all("time budget" in r["reason"] for r in dnf)
+    assert {r["series"] for r in dnf} >= {"Derivation sets"}
+    assert all(r["comm_MB"] == "" for r in dnf)
+    _, summary = _csv(tmp_path / "fig7" / "summary.csv")
+    assert any(r["status"] == "did not finish" and int(r["n_dnf"]) == 2 for r in summary)
+    report = res.report.read_text()
+    assert "| Derivation sets | did not finish |" in report
+    import matplotlib.image
+    assert matplotlib.image.imread(tmp_path / "fig7" / "fig7-communication.png").ndim == 3
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def test_liu_presets_have_the_papers_link_counts():
+    t = topologies.make("liu100")
+    assert t.n == 100 and t.is_connected() and 170 <= t.num_links <= 230
+    dense = topologies.make("liu-dense", nodes=200, seed=1)
+    sparse = topologies.make("liu-sparse", nodes=200, seed=1)
+    assert dense.n == sparse.n == 200 and dense.is_connected() and sparse.is_connected()
+    assert 1.8 <= dense.num_links / dense.n <= 2.3       # 4 link tuples per node
+    assert 1.0 <= sparse.num_links / sparse.n <= 1.2     # about half as many
+    assert topologies.make("ts100").num_links == topologies.generate(topologies.TS100).num_links
+
+
+def test_embedded_programs_are_the_reference_programs():
+    def rules(text: str) -> list[str]:
+        from ndlog.printer import format_rule
+        return [format_rule(r) for r in psn.parse(text).rules]
+    assert rules(PROGRAMS["reachable"]) == rules((ROOT / "examples/reachable.ndl").read_text())
+    assert rules(PROGRAMS["shortest_path"]) == \
+        rules((ROOT / "examples/shortest_path.ndl").read_text())
+    assert rules(PROGRAMS["region"]) == \
+        rules((ROOT / "tests/programs/region/program.ndl").read_text())
+
+
+def test_cli_lists_runs_and_rejects(tmp_path, capsys):
+    assert psn_main(["experiment", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in EXPERIMENTS)
+    assert psn_main(["experiment", "fig99"]) == 2
+    assert "unknown experiment 'fig99'" in capsys.readouterr().err
+    assert psn_main(["experiment", "fig7", "--runs", "0", "--tiny"]) == 2
+    out = tmp_path / "f13"
+    assert psn_main(["experiment", "fig13", "--tiny", "--executor", "inline",
+                     "--no-progress", "--output", str(out)]) == 0
+    assert "fig13:" in capsys.readouterr().out
+    assert (out / "report.md").exists() and (out / "fig13-communication.png").exists()
