@@ -24,8 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .placement import Placement
-from .transport import LogicalClock, Meter, TrafficMetrics
-from .wire import Codec
+from .transport import LogicalClock, Meter, Metered
 
 __all__ = ["Message", "ScheduledTransport", "oldest_first"]
 
@@ -70,7 +69,7 @@ def oldest_first(transport: "ScheduledTransport") -> list[Message]:
     return [transport.pending[0]]
 
 
-class ScheduledTransport:
+class ScheduledTransport(Metered):
     """In-memory transport that asks ``choose`` which in-flight messages to deliver next.
 
     Parameters
@@ -107,17 +106,6 @@ class ScheduledTransport:
         self.sent = 0
         self.polls = 0
         self._count = 0
-
-    @property
-    def placement(self) -> Placement:
-        return self.meter.placement
-
-    @property
-    def metrics(self) -> TrafficMetrics:
-        return self.meter.metrics
-
-    def connect(self, codec: Codec, context_of: Callable[[Any], Any]) -> None:
-        self.meter.connect(codec, context_of)
 
     def describe(self) -> str:
         return "scheduled"

@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
 
 from ndlog.errors import EvaluationError, InputError, PSNError
-
-ray = pytest.importorskip("ray")
-from psn.distributed.runtime import (DEFAULT_CONNECT_TIMEOUT, ray_errors,  # noqa: E402
+from psn.distributed.runtime import (DEFAULT_CONNECT_TIMEOUT, ray_errors,
                                      resolve_ray_address, start_ray, stop_ray,
                                      translate_ray_error)
 
