@@ -626,16 +626,22 @@ class ScalingDeletions(ScalingInsertions):
                        out[0].evidence)
         xs = sorted({p["x"] for p in self.plan_points(cfg)})
         wins = total = 0
+        shown = []
         for d in ("Dense", "Sparse"):
             for x in xs:
-                if dearer(table, f"Eager {d}", f"Lazy {d}", "comm_MB", x):
-                    wins += 1
-                if table.get(f"Lazy {d}", x, "comm_MB") and table.get(f"Eager {d}", x,
-                                                                        "comm_MB"):
-                    total += 1
+                lazy, eager = table.get(f"Lazy {d}", x, "comm_MB"), table.get(f"Eager {d}", x,
+                                                                              "comm_MB")
+                if not lazy or not eager or not lazy.finished:
+                    continue
+                total += 1
+                wins += dearer(table, f"Eager {d}", f"Lazy {d}", "comm_MB", x)
+                shown.append(f"{d.lower()} {x}: eager "
+                             f"{fmt(eager.mean) if eager.finished else 'did not finish'} vs "
+                             f"lazy {fmt(lazy.mean)} MB")
         out[1] = Claim(self.figure, "Lazy propagation is cheaper than eager under deletions "
                        "too.", verdict(wins, total),
-                       f"eager costlier (or unfinished) at {wins} of {total} points")
+                       f"eager costlier (or unfinished) at {wins} of {total} points: "
+                       + "; ".join(shown))
         return out
 
     def notes(self, cfg):

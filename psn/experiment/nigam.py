@@ -23,7 +23,7 @@ class Nigam(Experiment):
     """Nigam et al. 2012's worked examples under many delivery orders."""
 
     name = "nigam"
-    figure = "Nigam Fig. 6, Sec. 5-6"
+    figure = "Nigam et al. 2012"
     title = "maintenance algorithms under many delivery orders"
     source = "Nigam et al. 2012"
     section = "Sec. 5-6"

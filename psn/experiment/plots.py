@@ -74,7 +74,7 @@ def draw_panel(exp, panel, table: SummaryTable, stem: Path, subtitle: str = "",
             fig.text(0.01, 0.01, footnote, fontsize=7, color="#555555", ha="left",
                      va="bottom")
         # fixed margins: tight_layout would draw every figure once more
-        bottom = 0.22 if panel.kind in ("stacked", "box") else 0.15
+        bottom = {"stacked": 0.3, "box": 0.22}.get(panel.kind, 0.15)
         fig.subplots_adjust(left=0.12, right=0.97, top=0.88, bottom=bottom)
         paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
         fig.savefig(paths[0], dpi=120)
@@ -262,7 +262,8 @@ def _stacked(ax, exp, panel, table) -> None:
         ax.text(j, 104, f"{x} delivery", ha="center", va="center", fontsize=9)
     from matplotlib.patches import Patch
     ax.legend([Patch(color=c) for _, _, c in _OUTCOMES], [n for _, n, _ in _OUTCOMES],
-              fontsize=7, loc="lower right", framealpha=0.9)
+              fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4,
+              frameon=False)
     ax.set_ylim(0, 109)
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("Share of trials (%)")
