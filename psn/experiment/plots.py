@@ -51,6 +51,7 @@ def series_style(label: str, i: int = 0) -> tuple[str, str]:
 def _pyplot():
     import matplotlib
     matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["svg.hashsalt"] = "psn"        # stable element ids in SVG files
     import matplotlib.pyplot as plt
     return plt
 
@@ -78,7 +79,7 @@ def draw_panel(exp, panel, table: SummaryTable, stem: Path, subtitle: str = "",
         fig.subplots_adjust(left=0.12, right=0.97, top=0.88, bottom=bottom)
         paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
         fig.savefig(paths[0], dpi=120)
-        fig.savefig(paths[1])
+        fig.savefig(paths[1], metadata={"Date": None})     # no date: same plot, same file
     finally:
         plt.close(fig)
     return paths

@@ -149,7 +149,10 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               f"- Date: {_run_dates(records)}; report written {_now()}",
               f"- Machine: {_machine_line(records)}",
               f"- Code version: {', '.join(versions)} (of the code that computes runs"
-              + (f"; tree: {', '.join(trees)})" if trees else ")"),
+              + (f"; tree: {', '.join(trees)}" if trees else "")
+              + ("; the code changed while the runs were made" if len(versions) > 1
+                 else "; the tree changed while the runs were made" if len(trees) > 1
+                 else "") + ")",
               f"- Scale: {cfg.scale}: {cfg.runs} repetitions (seeds {cfg.seed}.."
               f"{cfg.seed + cfg.runs - 1}), budget per run {fmt(cfg.time_budget)} s and "
               f"{fmt(cfg.memory_budget / 2**30)} GiB; topology seed {cfg.topology_seed}",

@@ -306,12 +306,16 @@ def execute_run(spec: dict, version: str | None = None) -> dict:
     ``reason``, ``steps`` (``sim``: one dict of :data:`STEP_FIELDS` per completed step;
     the step that ran out of budget is not among them, its index is ``dnf_step``) or
     ``trials`` (``nigam``), ``topology`` (nodes, links, summary), ``wall_s``, ``started``,
-    ``finished``, ``code_version``, ``git_describe``, ``machine`` and ``pid``.
+    ``finished``, ``key_version`` (the code version of the cache key), ``code_version``
+    (of the code this process runs), ``git_describe``, ``machine`` and ``pid``.
     """
     rs = RunSpec.from_dict(spec)
     version = version or code_version()
-    record = {"key": rs.key(version), "spec": rs.to_dict(), "code_version": version,
-              "git_describe": source_description(), "machine": machine_info(),
+    # the code this process runs: a sweep's later runs start in fresh processes and read
+    # the source again, which may have changed since the sweep computed its keys
+    record = {"key": rs.key(version), "spec": rs.to_dict(), "key_version": version,
+              "code_version": code_version(), "git_describe": source_description(),
+              "machine": machine_info(),
               "pid": os.getpid(), "started": _now(),
               "status": STATUS_OK, "reason": None}
     t0 = time.perf_counter()
