@@ -261,7 +261,7 @@ def _undetermined(rule: A.Rule) -> tuple[A.Atom, A.Var] | None:
                     changed = True
     for atom in rule.body_atoms:
         for arg in atom.args:
-            for v in _all_vars(arg):
+            for v in (t for t in A.subterms(arg) if isinstance(t, A.Var)):
                 if v.anonymous or v.name not in known:
                     return atom, v
     return None
@@ -276,23 +276,6 @@ def _injective_vars(term: A.Term):
     elif isinstance(term, A.ListExpr):
         for item in term.items:
             yield from _injective_vars(item)
-
-
-def _all_vars(term: A.Term):
-    """Every variable in ``term``, anonymous ones included."""
-    if isinstance(term, A.Var):
-        yield term
-    elif isinstance(term, A.ListExpr):
-        for item in term.items:
-            yield from _all_vars(item)
-    elif isinstance(term, A.BinOp):
-        yield from _all_vars(term.left)
-        yield from _all_vars(term.right)
-    elif isinstance(term, A.Neg):
-        yield from _all_vars(term.operand)
-    elif isinstance(term, A.Call):
-        for a in term.args:
-            yield from _all_vars(a)
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .errors import Span
 __all__ = [
     "Var", "Const", "ListExpr", "BinOp", "Neg", "Call", "Aggregate", "Term",
     "Atom", "Negated", "Assign", "Compare", "Literal", "Rule", "Fact", "Materialize", "Program",
-    "AGGREGATE_FUNCS", "COMPARISON_OPS", "ARITH_OPS", "term_vars", "literal_vars",
+    "AGGREGATE_FUNCS", "COMPARISON_OPS", "ARITH_OPS", "subterms", "term_vars", "literal_vars",
 ]
 
 AGGREGATE_FUNCS = ("min", "max", "count", "sum", "avg")
@@ -318,25 +318,29 @@ class Program:
         return replace(self, **changes)
 
 
-def term_vars(term: Term) -> Iterator[Var]:
-    """Every named (non-anonymous) variable occurring in ``term``."""
-    if isinstance(term, Var):
-        if not term.anonymous:
-            yield term
-    elif isinstance(term, (BinOp,)):
-        yield from term_vars(term.left)
-        yield from term_vars(term.right)
+def subterms(term: Term) -> Iterator[Term]:
+    """``term`` and every term nested in it, outermost first (an aggregate is a leaf)."""
+    yield term
+    if isinstance(term, BinOp):
+        yield from subterms(term.left)
+        yield from subterms(term.right)
     elif isinstance(term, Neg):
-        yield from term_vars(term.operand)
-    elif isinstance(term, (Call,)):
+        yield from subterms(term.operand)
+    elif isinstance(term, Call):
         for a in term.args:
-            yield from term_vars(a)
+            yield from subterms(a)
     elif isinstance(term, ListExpr):
         for a in term.items:
-            yield from term_vars(a)
-    elif isinstance(term, Aggregate):
-        if term.var is not None and not term.var.anonymous:
-            yield term.var
+            yield from subterms(a)
+
+
+def term_vars(term: Term) -> Iterator[Var]:
+    """Every named (non-anonymous) variable occurring in ``term``."""
+    for t in subterms(term):
+        if isinstance(t, Aggregate):
+            t = t.var
+        if isinstance(t, Var) and not t.anonymous:
+            yield t
 
 
 def literal_vars(lit: Literal) -> Iterator[Var]:

@@ -73,22 +73,6 @@ def _rule_label(rule: A.Rule) -> str:
     return f"the rule at line {rule.span.line}"
 
 
-def _subterms(term: A.Term) -> Iterator[A.Term]:
-    """``term`` and every term nested in it, outermost first."""
-    yield term
-    if isinstance(term, A.BinOp):
-        yield from _subterms(term.left)
-        yield from _subterms(term.right)
-    elif isinstance(term, A.Neg):
-        yield from _subterms(term.operand)
-    elif isinstance(term, A.Call):
-        for a in term.args:
-            yield from _subterms(a)
-    elif isinstance(term, A.ListExpr):
-        for a in term.items:
-            yield from _subterms(a)
-
-
 def _literal_terms(lit: A.Literal) -> tuple[A.Term, ...]:
     if isinstance(lit, A.Atom):
         return lit.args
@@ -101,10 +85,10 @@ def _literal_terms(lit: A.Literal) -> tuple[A.Term, ...]:
 
 def _rule_terms(rule: A.Rule) -> Iterator[A.Term]:
     for t in rule.head.args:
-        yield from _subterms(t)
+        yield from A.subterms(t)
     for lit in rule.body:
         for t in _literal_terms(lit):
-            yield from _subterms(t)
+            yield from A.subterms(t)
 
 
 def _span_of(term: A.Term, fallback: Span | None) -> Span | None:
@@ -269,7 +253,7 @@ def check_aggregates(program: A.Program) -> None:
 def _check_rule_aggregates(program: A.Program, rule: A.Rule) -> None:
     for lit in rule.body:
         for top in _literal_terms(lit):
-            for term in _subterms(top):
+            for term in A.subterms(top):
                 if isinstance(term, A.Aggregate):
                     where = (f"the body atom '{lit.pred}'" if isinstance(lit, A.Atom)
                              else f"the negated atom '{lit.pred}'"
@@ -281,7 +265,7 @@ def _check_rule_aggregates(program: A.Program, rule: A.Rule) -> None:
                         _span_of(term, rule.span))
     head = rule.head
     for top in head.args:
-        for term in list(_subterms(top))[1:]:
+        for term in list(A.subterms(top))[1:]:
             if isinstance(term, A.Aggregate):
                 raise _error(
                     program,
@@ -433,7 +417,7 @@ def check_safety(program: A.Program) -> None:
 
 def _check_anonymous(program: A.Program, rule: A.Rule) -> None:
     def anon(term: A.Term):
-        for t in _subterms(term):
+        for t in A.subterms(term):
             if isinstance(t, A.Var) and t.anonymous:
                 return t
             if isinstance(t, A.Aggregate) and t.var is not None and t.var.anonymous:
@@ -473,7 +457,7 @@ def _check_negated_anonymous(program: A.Program, rule: A.Rule, neg: A.Negated) -
     """``_`` under ``not`` would mean "for no value at all", a projection the engine does
     not maintain; the rule must name that projection itself."""
     for arg in neg.atom.args:
-        for t in _subterms(arg):
+        for t in A.subterms(arg):
             if isinstance(t, A.Var) and t.anonymous:
                 raise _error(
                     program,
