@@ -23,9 +23,10 @@ at least one of its aggregates (*multi* AggSel, ties kept):
   pruned predicate, and :func:`selectors` prunes it as it leaves the node.
 
 Exactness relies on what :class:`ndlog.analysis.AggSelSpec` states (every recursive step
-strictly worsens the aggregated values: positive costs; the reference evaluators check it,
-this module does not): a best tuple's suffix at the next hop is then itself best there, and
-every tie is kept. The aggregate relations (``minCost``, ``minHops``, ``cheapestPath``,
+strictly worsens the aggregated values: positive costs): a best tuple's suffix at the next
+hop is then itself best there, and every tie is kept. Every evaluator checks it; the engine
+in the localized rule that computes the value (:attr:`localize.analysis.AggSelPlan.guards`)
+while this stage is installed, and stops with the reference's error otherwise. The aggregate relations (``minCost``, ``minHops``, ``cheapestPath``,
 ``fewestHops``, ``shortestCheapestPath``) then equal ``psn.evaluate``'s in every mode,
 through insertions and deletions, while ``path`` itself holds a subset of the paths.
 
@@ -243,4 +244,5 @@ def install(node, receive: dict) -> AggSelStage | None:
         return None
     stage = AggSelStage(receive)
     node.pick_stages.append(stage)
+    node.monotone_checks = True
     return stage

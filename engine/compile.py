@@ -34,10 +34,12 @@ value.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import itemgetter
 from typing import Callable
 
 from ndlog import ast as A
+from ndlog.analysis import monotone_error, monotone_ok
 from ndlog.expr import compile_compare, compile_term
 
 from .program import absence_pred
@@ -328,6 +330,10 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
             h = head_fn(env)
             cell[1].append((central if loc is None else h[loc], (cell[0], hpred, h, fixed)))
 
+    guards = _monotone_guards(program, rule)
+    if guards:
+        finish = _guarded(node, rule, guards, finish)
+
     # Build the chain backwards: each step calls the next; the delta atom's step is fire.
     nxt = finish
     fire = None
@@ -346,6 +352,28 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
             nxt = _atom_step(node, data, nxt, parts[x] if uses_parts else None, x < delta)
     assert fire is not None
     return fire
+
+
+def _monotone_guards(program, rule: A.Rule) -> list:
+    """``(spec, user's rule name, head var, body var, func)`` that aggregate selection needs
+    checked in this localized rule (:attr:`localize.analysis.AggSelPlan.guards`)."""
+    return [(plan.spec, src, h, b, func) for plan in program.aggsel.values()
+            for name, src, h, b, func in plan.guards if name == rule.name]
+
+
+def _guarded(node, rule: A.Rule, guards: list, nxt):
+    """``nxt`` after checking that the derivation strictly worsens the aggregated values,
+    while the node prunes (``node.monotone_checks``, set by :func:`engine.aggsel.install`):
+    pruning is exact only then (Liu et al. 2009, Sec. 6), so a violation stops the run with
+    the error every evaluator gives (:func:`ndlog.analysis.monotone_error`)."""
+    def check(env):
+        if node.monotone_checks:
+            for spec, src, h, b, func in guards:
+                if not monotone_ok(func, env[h], env[b]):
+                    raise monotone_error(spec, replace(rule, name=src), h, b, func,
+                                         env[h], env[b])
+        nxt(env)
+    return check
 
 
 def _assign_step(name: str, fn, nxt):

@@ -233,6 +233,9 @@ class Node:
         self.metrics = NodeMetrics()
         self.pick_stages: list[PickStage] = []
         self.send_stages: list[SendStage] = []
+        #: True while aggregate selection prunes here: the compiled rules then check that
+        #: every recursive step worsens the aggregated values (:func:`engine.aggsel.install`)
+        self.monotone_checks = False
         for pred in sorted(program.predicates):     # one order in every process
             self.table(pred)
         self.aggregates = {pred: AggregateOperator(spec)

@@ -393,10 +393,16 @@ class AggSelPlan:
         localizer's auxiliaries that carry the group and aggregate columns of ``spec.pred``
         into a rule deriving it (``sp2_aux`` in shortest path), so that they can be pruned
         as they leave a node.
+    guards:
+        ``(localized rule, rule, head var, body var, func)``: where each entry of
+        ``spec.monotone`` (``rule`` is the user's) can be checked after localization, in
+        the first rule made from the user's rule that binds both variables (``sp2b``, which computes ``C := C1 + C2``
+        in shortest path). The engine checks them while it prunes.
     """
 
     spec: AggSelSpec
     carriers: dict[str, dict[int, int]]
+    guards: tuple[tuple[str, str, str, str, str], ...] = ()
 
 
 def aggsel_plans(source: A.Program, localized: A.Program) -> dict[str, AggSelPlan]:
@@ -416,8 +422,30 @@ def aggsel_plans(source: A.Program, localized: A.Program) -> dict[str, AggSelPla
     """
     from .passes import unfold_hidden
     specs = aggsel_candidates(source) or aggsel_candidates(unfold_hidden(source))
-    return {pred: AggSelPlan(spec, _carriers(localized, spec))
+    return {pred: AggSelPlan(spec, _carriers(localized, spec), _guards(source, localized, spec))
             for pred, spec in specs.items() if pred in localized.predicates}
+
+
+def _guards(source: A.Program, localized: A.Program, spec: AggSelSpec) -> tuple:
+    """Each monotonicity condition of ``spec`` on the first localized rule made from its
+    rule (the same span, a name the localizer derived from it) that binds both of its
+    variables."""
+    spans = {r.name: r.span for r in source.rules}
+    out = []
+    for name, h, b, func in spec.monotone:
+        for rule in localized.rules:
+            if spans.get(name) is not None and rule.span == spans[name] \
+                    and rule.name.startswith(name) and {h, b} <= _bound(rule):
+                out.append((rule.name, name, h, b, func))
+                break
+    return tuple(out)
+
+
+def _bound(rule: A.Rule) -> set[str]:
+    """Variables a rule's body binds: its positive atoms' and its assignments'."""
+    names = {v.name for atom in rule.body_atoms for v in A.literal_vars(atom)}
+    names |= {lit.var.name for lit in rule.body if isinstance(lit, A.Assign)}
+    return names
 
 
 def _carriers(program: A.Program, spec: AggSelSpec) -> dict[str, dict[int, int]]:

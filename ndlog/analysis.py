@@ -29,6 +29,7 @@ from . import ast as A
 __all__ = [
     "Dependency", "dependency_graph", "sccs", "strata", "recursive_predicates",
     "recursive_aggregate_rules", "AggSelSpec", "aggsel_candidates", "rules_by_head",
+    "monotone_error", "monotone_ok",
 ]
 
 
@@ -163,6 +164,47 @@ class AggSelSpec:
     group: tuple[int, ...]
     aggregates: tuple[tuple[int, str], ...]
     monotone: tuple[tuple[str, str, str, str], ...]
+
+
+def monotone_error(spec: AggSelSpec, rule: A.Rule, head_var: str, body_var: str,
+                   func: str, new, old):
+    """The error of a derivation that breaks what aggregate selection relies on.
+
+    Aggregate selection (Liu et al. 2009, Sec. 6) prunes a tuple that is not best in its
+    group; that is exact only if every recursive step strictly worsens the aggregated value
+    (:attr:`AggSelSpec.monotone`: positive costs for ``min``). Every evaluator that prunes
+    (the reference, Spark, the PSN engine) reports a violation with this message.
+
+    Parameters
+    ----------
+    spec:
+        The pruned predicate's aggregate selection.
+    rule:
+        The rule whose derivation broke it (its span is the user's rule).
+    head_var, body_var, func:
+        One entry of ``spec.monotone``: the head's value, the body's value, ``min``/``max``.
+    new, old:
+        The values of ``head_var`` and ``body_var`` in the derivation.
+
+    Returns
+    -------
+    ndlog.errors.EvaluationError
+        To raise; its hint names the fix (aggregate selection off).
+    """
+    from .builtins import format_value
+    from .errors import EvaluationError
+    direction = "increase" if func == "min" else "decrease"
+    return EvaluationError(
+        f"aggregate selection on '{spec.pred}' needs {head_var} to strictly {direction} "
+        f"along rule {rule.name}, but {head_var} = {format_value(new)} was derived from "
+        f"{body_var} = {format_value(old)}",
+        rule.span, hint="costs must be positive; evaluate with aggregate selection off "
+        "(--aggsel off, aggsel=False) to enumerate every path instead")
+
+
+def monotone_ok(func: str, new, old) -> bool:
+    """True if ``new`` is strictly worse than ``old`` for the aggregate ``func``."""
+    return new > old if func == "min" else new < old
 
 
 def _var_positions(atom: A.Atom) -> dict[str, int] | None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping
 
 from ndlog import ast as A
-from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
+from ndlog.analysis import AggSelSpec, aggsel_candidates, monotone_error, monotone_ok, strata
 from ndlog.builtins import aggregate_value, format_value
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
 from ndlog.expr import compile_compare, compile_term
@@ -365,15 +365,8 @@ def _monotone_guard(rule: A.Rule, spec: AggSelSpec):
 
     def guard(env: Env) -> None:
         for h, b, func in checks:
-            new, old = env[h], env[b]
-            ok = new > old if func == "min" else new < old
-            if not ok:
-                raise EvaluationError(
-                    f"aggregate selection on '{spec.pred}' needs {h} to strictly "
-                    f"{'increase' if func == 'min' else 'decrease'} along rule {rule.name}, "
-                    f"but {h} = {format_value(new)} was derived from {b} = {format_value(old)}",
-                    rule.span, hint="costs must be positive; evaluate with aggsel=False "
-                    "to enumerate every path instead")
+            if not monotone_ok(func, env[h], env[b]):
+                raise monotone_error(spec, rule, h, b, func, env[h], env[b])
     return guard
 
 

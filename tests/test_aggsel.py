@@ -30,7 +30,7 @@ from engine.aggsel import AggSelStage, Selector, selectors
 from engine.minship import MinShip
 from localize.analysis import query_splits
 from localize.passes import one_query_per_aggregate
-from ndlog.errors import InputError
+from ndlog.errors import EvaluationError, InputError
 from ndlog.printer import format_rule
 from engine.transport import Placement
 from provenance.absorption import AbsorptionScheme
@@ -149,6 +149,33 @@ def test_simulator_runs_single_and_checks_the_aggregates():
     steps = sim.run_workload("all; delete-links:2", check=True)
     assert all(s.check for s in steps)
     assert sim.aggsel == "single" and "path_minHops" in sim.relations()
+
+
+#: A cycle with a negative cost: pruning by the cheapest path is not exact on it.
+NEGATIVE = [("a", "b", 1), ("b", "a", 1), ("b", "c", -3), ("c", "b", 2), ("a", "c", 5),
+            ("c", "a", 1)]
+
+
+@pytest.mark.parametrize("mode", ["multi", "single"])
+def test_a_nonpositive_cost_stops_the_engine_as_it_stops_the_reference(mode):
+    with pytest.raises(EvaluationError) as ref:
+        psn.evaluate(SP, {"link": NEGATIVE})
+    with pytest.raises(EvaluationError) as got:
+        Network(SP, {"link": NEGATIVE}, aggsel=mode, seed=2).run()
+    text = got.value.render()
+    assert "needs C to strictly increase along rule sp2" in text
+    assert "--aggsel off" in text and text.startswith(str(ROOT / "examples" / "shortest_path.ndl"))
+    assert ref.value.span.line == got.value.span.line      # the user's rule sp2
+    off = Network(SP, {"link": NEGATIVE}, aggsel="off", seed=2).run()
+    want = psn.evaluate(SP, {"link": NEGATIVE}, aggsel=False)
+    assert {r: off.relations()[r] for r in AGG} == {r: want[r] for r in AGG}
+
+
+def test_a_nonpositive_cost_stops_the_simulator():
+    from sim import Simulation
+    sim = Simulation(SP, None, seed=1, state_metrics=False)
+    with pytest.raises(EvaluationError, match="strictly increase along rule sp2"):
+        sim.step(insert={"link": NEGATIVE})
 
 
 # -- detection, selectors ------------------------------------------------------------------
@@ -286,6 +313,9 @@ def test_ray_workers_run_the_split_program_when_single():
             net.run()
             assert {"path_minCost", "path_minHops"} <= set(net.relations())
             _same(net, links, "ray")
+        with RayNetwork(SP, {"link": NEGATIVE}, pool=pool) as net:
+            with pytest.raises(EvaluationError, match="strictly increase along rule sp2"):
+                net.run()
     finally:
         pool.close()
 
