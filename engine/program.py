@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ndlog import ast as A
 from ndlog.errors import LocalizationError
-from ndlog.rewrite import lift_atom_expressions
+from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
 __all__ = ["EngineProgram", "AggregateSpec", "prepare", "split_aggregates", "is_local",
            "CENTRAL", "AGG_PREFIX", "ABSENCE_PREFIX", "absence_pred"]
@@ -213,7 +213,7 @@ def prepare(program: A.Program) -> EngineProgram:
 def _prepare(program: A.Program) -> EngineProgram:
     from localize.analysis import aggsel_plans
     distributed = program.distributed
-    lifted = lift_atom_expressions(program)
+    lifted = lift_atom_expressions(project_negated_wildcards(program))
     if program.negated:
         from localize.negation import check_locations
         check_locations(lifted)

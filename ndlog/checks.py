@@ -454,20 +454,25 @@ def _check_anonymous(program: A.Program, rule: A.Rule) -> None:
 
 
 def _check_negated_anonymous(program: A.Program, rule: A.Rule, neg: A.Negated) -> None:
-    """``_`` under ``not`` would mean "for no value at all", a projection the engine does
-    not maintain; the rule must name that projection itself."""
-    for arg in neg.atom.args:
+    """``_`` as a whole argument of a negated atom means "for no value at all": the
+    negation of a projection, which every evaluator makes
+    (:func:`ndlog.rewrite.project_negated_wildcards`). Not at the atom's location (the
+    projection must be stored somewhere) and not inside an expression."""
+    for i, arg in enumerate(neg.atom.args):
+        whole = isinstance(arg, A.Var) and arg.anonymous
+        if whole and i != neg.atom.loc:
+            continue
         for t in A.subterms(arg):
             if isinstance(t, A.Var) and t.anonymous:
+                where = "at the location of" if whole else "inside an expression of"
                 raise _error(
                     program,
-                    f"the anonymous variable '_' appears in the negated atom '{neg.pred}' in "
-                    f"{_rule_label(rule)}; every argument of a negated atom must be bound by "
-                    "the rule's positive atoms or assignments",
+                    f"the anonymous variable '_' appears {where} the negated atom "
+                    f"'{neg.pred}' in {_rule_label(rule)}; '_' under 'not' may only stand "
+                    "alone as an argument other than the location",
                     _span_of(t, neg.span),
-                    hint=f"negate a projection: define {neg.pred}_any(...) :- "
-                         f"{neg.pred}(...) without the '_' column, then use not "
-                         f"{neg.pred}_any(...)")
+                    hint=f"name the value: bind it with a positive atom or an assignment, "
+                         f"or negate a projection of {neg.pred} without that column")
 
 
 def _check_rebinding(program: A.Program, rule: A.Rule) -> None:

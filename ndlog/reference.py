@@ -44,7 +44,7 @@ from ndlog.analysis import AggSelSpec, aggsel_candidates, monotone_error, monoto
 from ndlog.builtins import aggregate_value, format_value
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
 from ndlog.expr import compile_compare, compile_term
-from ndlog.rewrite import lift_atom_expressions
+from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
 __all__ = ["evaluate", "base_facts", "Relation", "compile_body"]
 
@@ -435,7 +435,7 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     in dependency order (negated relations and aggregate inputs first: stratified
     semantics); aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
     """
-    program = lift_atom_expressions(program)
+    program = lift_atom_expressions(project_negated_wildcards(program))
     rels: dict[str, Relation] = {}
 
     def rel(pred: str) -> Relation:

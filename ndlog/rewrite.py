@@ -1,9 +1,10 @@
 """Rewrite passes of the language core: named functions ``Program -> Program``.
 
 Role: normalizations every evaluator applies before it plans joins, so that each of them
-meets the same, simpler rule shapes. :func:`lift_atom_expressions` is applied by
-:func:`ndlog.reference.evaluate` (``psn.evaluate``), by :func:`engine.program.prepare` and
-by the Spark reference (``psn.batch``). A pass returns a new program and never mutates its
+meets the same, simpler rule shapes. :func:`project_negated_wildcards` then
+:func:`lift_atom_expressions` are applied by :func:`ndlog.reference.evaluate`
+(``psn.evaluate``), by :func:`engine.program.prepare` and by the Spark reference
+(``psn.batch``). A pass returns a new program and never mutates its
 argument; a program it has nothing to do for is returned as it is (the same object).
 
 Deliberately not here: localization (``localize/``), static checks (:mod:`ndlog.checks`;
@@ -17,11 +18,16 @@ from typing import Iterator
 
 from . import ast as A
 
-__all__ = ["lift_atom_expressions", "is_expression", "LIFTED_PREFIX"]
+__all__ = ["lift_atom_expressions", "project_negated_wildcards", "is_expression",
+           "LIFTED_PREFIX", "PROJECTION_SUFFIX"]
 
 #: Fresh variables made by :func:`lift_atom_expressions` are ``_E1``, ``_E2``, ... (a name
 #: the rule does not use already; ``_`` followed by a letter is a named variable).
 LIFTED_PREFIX = "_E"
+
+#: A projection made by :func:`project_negated_wildcards` is named ``<pred>_some`` (then
+#: ``<pred>_some_2``, ... for other columns or a name already taken).
+PROJECTION_SUFFIX = "_some"
 
 
 def is_expression(term: A.Term) -> bool:
@@ -117,3 +123,104 @@ def lift_atom_expressions(program: A.Program) -> A.Program:
     if all(a is b for a, b in zip(rules, program.rules)):
         return program
     return program.with_(rules=rules)
+
+
+def project_negated_wildcards(program: A.Program) -> A.Program:
+    """Replace a negated atom with ``_`` arguments by the negation of a projection.
+
+    ``not link(@S, _)`` holds when ``link`` has *no* tuple at ``S`` at all, whatever its
+    second column. That is the negation of the projection of ``link`` on its first column,
+    which a new hidden rule defines; the negated atom then has only bound arguments, the
+    shape every evaluator maintains (stratified: the projection is computed before the
+    negation reads it, and the PSN engine maintains it incrementally like any rule). One
+    projection per predicate and set of kept columns, shared by every rule that needs it.
+    Only top-level ``_`` arguments are projected away, and never the location argument
+    (the static checks reject those with their own message).
+
+    Examples
+    --------
+    Before::
+
+        i1 isolated(@S) :- node(@S), not link(@S, _).
+
+    After::
+
+        #hidden(link_some).
+        i1 isolated(@S) :- node(@S), not link_some(@S).
+        link_some(@V0) :- link(@V0, _).        // a generated rule (named i1_some)
+
+    Parameters
+    ----------
+    program:
+        A checked program.
+
+    Returns
+    -------
+    Program
+        ``program`` itself when no negated atom has a ``_`` argument.
+    """
+    taken_preds = set(program.predicates)
+    taken_rules = {r.name for r in program.rules}
+    made: dict[tuple[str, tuple[int, ...]], str] = {}
+    extra: list[A.Rule] = []
+    rules = []
+    for rule in program.rules:
+        body = []
+        for lit in rule.body:
+            kept = _kept_columns(lit)
+            if kept is None:
+                body.append(lit)
+                continue
+            atom = lit.atom
+            key = (atom.pred, kept)
+            name = made.get(key)
+            if name is None:
+                name = made[key] = _fresh(atom.pred + PROJECTION_SUFFIX, taken_preds)
+                extra.append(_projection_rule(atom, kept, name,
+                                              _fresh(rule.name + PROJECTION_SUFFIX,
+                                                     taken_rules)))
+            args = tuple(atom.args[i] for i in kept)
+            loc = kept.index(atom.loc) if atom.loc is not None else None
+            body.append(A.Negated(A.Atom(name, args, loc, atom.span), lit.span))
+        rules.append(rule if len(body) == len(rule.body) and all(
+            a is b for a, b in zip(body, rule.body)) else
+            A.Rule(rule.name, rule.head, tuple(body), rule.named, rule.span))
+    if not extra:
+        return program
+    return program.with_(rules=tuple(rules) + tuple(extra),
+                         hidden=program.hidden | frozenset(made.values()))
+
+
+def _kept_columns(lit) -> tuple[int, ...] | None:
+    """The columns a negated atom keeps when its top-level ``_`` arguments are projected
+    away; None if it is not a negation or has none (or one at its location)."""
+    if not isinstance(lit, A.Negated):
+        return None
+    args = lit.atom.args
+    anon = [i for i, t in enumerate(args) if isinstance(t, A.Var) and t.anonymous]
+    if not anon or lit.atom.loc in anon:
+        return None
+    return tuple(i for i in range(len(args)) if i not in anon)
+
+
+def _projection_rule(atom: A.Atom, kept: tuple[int, ...], name: str,
+                     rule_name: str) -> A.Rule:
+    """``name(@V0, V1, ...) :- pred(...)`` with ``V<i>`` at the kept columns and ``_``
+    elsewhere."""
+    span = atom.span
+    body_args = tuple(A.Var(f"V{i}", span) if i in kept else A.Var("_", span)
+                      for i in range(len(atom.args)))
+    head_args = tuple(body_args[i] for i in kept)
+    loc = kept.index(atom.loc) if atom.loc is not None else None
+    head = A.Atom(name, head_args, loc, span)
+    return A.Rule(rule_name, head, (A.Atom(atom.pred, body_args, atom.loc, span),), False,
+                  span)
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name

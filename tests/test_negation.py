@@ -27,7 +27,7 @@ from ndlog import ast as A
 from ndlog.analysis import aggsel_candidates, dependency_graph, strata
 from ndlog.checks import check_program, negation_cycle
 from ndlog.printer import format_program, format_rule
-from ndlog.rewrite import lift_atom_expressions
+from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 from tests.corpus import cases
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -121,6 +121,25 @@ def test_lift_rewrites_the_docstring_examples():
         "f1 fib(N + 1, X) :- fib(N, X1), fib(_E1, X2), _E1 == N - 1, X := X1 + X2, N < 25.",
         "m1 missing(@S, K) :- want(@S, K), _E1 := K * 2, not have(@S, _E1).",
     ]
+
+
+def test_wildcards_under_not_become_a_shared_hidden_projection():
+    p = psn.parse("i1 isolated(@S) :- node(@S), not link(@S, _).\n"
+                  "i2 quiet(@S) :- peer(@S, D), not link(@S, _), not link(@S, D).\n")
+    out = project_negated_wildcards(p)
+    check_program(out)
+    assert [format_rule(r) for r in out.rules] == [
+        "i1 isolated(@S) :- node(@S), not link_some(@S).",
+        "i2 quiet(@S) :- peer(@S, D), not link_some(@S), not link(@S, D).",
+        "link_some(@V0) :- link(@V0, _).",
+    ]
+    assert out.hidden == {"link_some"} and project_negated_wildcards(out) is out
+    plain = psn.parse(UNREACHABLE)
+    assert project_negated_wildcards(plain) is plain
+    facts = {"node": [(1,), (2,)], "peer": [(1, 2), (2, 1)], "link": [(1, 2)]}
+    got = psn.evaluate(p, facts)
+    assert got["isolated"] == {(2,)} and got["quiet"] == {(2,)}
+    assert "link_some" not in got and psn.evaluate(p, facts, hidden=True)["link_some"] == {(1,)}
 
 
 def test_lift_keeps_programs_checked_and_is_idempotent():

@@ -44,6 +44,7 @@ from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
 from ndlog.errors import EvaluationError, NDlogSemanticError, PSNError
 from ndlog.reference import base_facts
+from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
 from .columns import ErrorTable, cast, compile_compare, compile_term, var_column
 
@@ -103,6 +104,7 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         from .session import get_session
         session = get_session(master)
     started = time.perf_counter()
+    program = project_negated_wildcards(program)
     run = _Run(session, program, aggsel)
     try:
         out = run.evaluate(facts)
