@@ -6,7 +6,8 @@ contexts, and the loop every transport shares: poll the transport for delivered 
 queue them at their nodes, step every node that has work (pick a batch, fire, commit;
 Nigam et al. 2012, Algorithm 1), hand each step's output to the transport per destination
 (the transport encodes and counts it, :class:`engine.transport.Meter`), and at quiescence
-flush the nodes' send stages (MinShip's end of stream, Liu et al. 2009, Sec. 5). Transports
+flush the nodes' send stages (MinShip's end of stream, Liu et al. 2009, Sec. 5) and let a
+phased scheme's coordinator start its next phase (DRed's barrier, Liu Sec. 3.2). Transports
 differ only in how a message travels and what time it is: the in-memory transport reorders
 in logical time, the simulator delays in virtual time, a Ray worker's transport keeps
 messages for its own nodes and batches the rest for other workers.
@@ -104,6 +105,9 @@ class Host:
         self.flush_period = flush_period
         self._next_flush: float | None = None
         self._ready: dict[Any, None] = {}
+        #: the scheme's phase coordinator, called at quiescence (DRed), or None
+        self.phases = scheme.quiescence_phases() if getattr(scheme, "phased", False) \
+            else None
         transport.connect(self.codec, self.context_of)
 
     # -- nodes -----------------------------------------------------------------------------
@@ -125,6 +129,12 @@ class Host:
         n.queue.extend(updates)
         n.metrics.updates_received += len(updates)
         self._ready[dst] = None
+
+    def wake(self, node_id: Any, updates: list) -> None:
+        """Queue updates a node held back (a phase coordinator releases them); unlike
+        :meth:`deliver`, they are not counted as received again."""
+        self.nodes[node_id].queue.extend(updates)
+        self._ready[node_id] = None
 
     def has_work(self) -> bool:
         return bool(self._ready) or any(n.has_work() for n in self.nodes.values())
@@ -178,7 +188,11 @@ class Host:
                 continue
             if deliveries or tr.in_flight():
                 continue
-            if not flush or not self.flush():
+            if not flush:
+                return polls
+            if self.flush():
+                continue
+            if self.phases is None or not self.phases.at_quiescence(self):
                 return polls
 
     def _timer_flush(self) -> None:
@@ -262,6 +276,8 @@ class Host:
             row.update(traffic.per_node.get(nid, empty))
             nodes[node_key(nid)] = row
         totals.update(traffic.totals)
+        if self.phases is not None:
+            totals.update(self.phases.report())
         workers = {node_key(w): dict(v) for w, v in traffic.per_worker.items()}
         return {"totals": totals, "nodes": nodes, "workers": workers}
 

@@ -17,9 +17,17 @@ Role: Liu et al. (ICDE 2009), Sec. 5 (Algorithm 3, BatchShipEager / BatchShipLaz
 
 An insertion of ``f`` towards ``d`` is shipped at once if ``d`` has nothing live for it (no
 record); otherwise it is merged into ``H`` unless ``H`` absorbs it (``ann → H``, CUDD's Leq,
-no node built). A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a
-zeroed variable, i.e. only along the paths on which provenance depending on it was shipped;
-the buffer is never told (it was never shipped). To another node it is forwarded as one
+no node built). Lazy shipping also ships at once a derivation that absorbs the one shipped
+(its base tuples are a subset of ``S``'s; it becomes ``S``), and before a deletion it ships
+a buffered alternative no other one absorbs: the sender's own store keeps only the shorter
+derivation, so the sender would never forward the deletion of the variables only a longer
+one holds, while the receiver may learn of them from another sender and lose ``S`` with
+the shorter derivation still buffered here (found with reachability planned as Liu Fig. 4
+does, ``examples/reachable_liu.ndl``: 9 of 360 seeded schedules lost a fact).
+
+A deletion (a zeroing) is forwarded to ``d`` only if ``S`` depends on a zeroed variable,
+i.e. only along the paths on which provenance depending on it was shipped; the buffer is
+never told (it was never shipped). To another node it is forwarded as one
 *node-wide* zeroing per destination and step (:data:`~engine.node.EVERY_FACT`, naming
 the dead variables of every ``S`` it concerns, after the step's alternatives), not as one
 deletion per fact: the receiver zeroes those variables in every fact that holds them (the
@@ -39,13 +47,18 @@ whole buffered formula.
 
 Modes
     ``eager[:W]``
-        Every ``W`` buffered alternatives (counted per node, default :data:`DEFAULT_WINDOW` =
-        100: few, larger batches; the end-of-stream flush bounds the delay anyway) all
-        buffers of the node are shipped (``S`` becomes ``H``); the end of the stream
-        (:meth:`flush`, called by the driver at quiescence) ships them too. At quiescence
-        every receiver therefore holds the full provenance: with eager shipping every tuple's
-        provenance equals its PosBool provenance. ``W = 1`` ships every non-absorbed
-        alternative in the step that produced it.
+        Every ``W`` buffered alternatives (counted per stage, default :data:`DEFAULT_WINDOW`
+        = 100: few, larger batches; the end-of-stream flush bounds the delay anyway) all
+        buffers of the stage are shipped (``S`` becomes ``H``), one update per fact: the OR
+        of its buffered alternatives that ``S`` does not absorb (not their monotone
+        difference with ``S``: each was absorbed by nothing buffered when it came, and the
+        receiver takes its own difference with what it holds; on ``ts100`` with 65% of the
+        links, eager on a 1 s timer, this cut the run from 23.8 to 15.2 s for 5% more
+        bytes); the end of the stream (:meth:`flush`, called by the driver at quiescence)
+        ships them too. At quiescence every receiver therefore holds the full provenance:
+        with eager shipping every tuple's provenance equals its PosBool provenance. ``W = 1``
+        ships every non-absorbed alternative in the step that produced it. ``eager:T`` (a
+        period, ``eager:1s``) flushes on the host's timer instead (:class:`ShipMode`).
     ``lazy`` (``W`` infinite)
         Buffers are shipped only when needed for correctness: when a zeroing makes ``S``
         false while ``H`` (zeroed too) is not, one derivation of ``H`` is sent as an insertion
@@ -63,6 +76,17 @@ transiently, and the alternative, whose variables are all live, restores it). He
 present at the receiver iff some sender has a live ``H`` for it, iff it is derivable:
 the relations are exact in both modes; only the provenance the receiver stores is partial
 under lazy shipping (it holds the derivations shipped, not every alternative).
+
+Per node or per worker (:data:`AT`, ``RunOptions.minship_at``): by default each node has its
+own stage. With ``worker`` one stage serves every node a worker hosts (Liu et al. 2009,
+Sec. 3: a query processor is the proxy of the devices of its sub-network), so ``S`` and
+``H`` are kept per (destination, fact) for the whole worker and a fact two of its nodes
+derive towards one destination is shipped once. The stage then works in the context of
+whichever node is sending; one that has seen fewer variables zeroed could ship a buffered
+alternative another node knows to be dead, whose death that node has already sent through
+(or filtered in) this record, so a shared stage drops the dead alternatives from ``H`` at
+every deletion that reaches the record. Aggregate selection applies towards other workers.
+With one node per worker this is the per-node stage.
 
 The stage also hosts the *sending side* of aggregate selection (Liu Sec. 6: AggSel is
 "embedded within MinShip"): given a :class:`~engine.aggsel.Selector` per predicate, a new
@@ -95,10 +119,15 @@ from ndlog.errors import InputError
 from .node import EVERY_FACT
 
 __all__ = ["MinShip", "ShipMode", "parse_ship", "install", "node_stages", "stage_of",
-           "DEFAULT_WINDOW", "supports"]
+           "DEFAULT_WINDOW", "supports", "AT"]
 
-#: Default eager window: buffered alternatives per node between two flushes.
+#: Default eager window: buffered alternatives per stage between two flushes.
 DEFAULT_WINDOW = 100
+
+#: Where MinShip decides (``minship_at``): ``node``, one stage per node (the default);
+#: ``worker``, one stage per worker, shared by the nodes it hosts (Liu et al. 2009, Sec. 3:
+#: a query processor is the proxy of the nodes of its sub-network).
+AT = ("node", "worker")
 
 
 class ShipMode(NamedTuple):
@@ -187,18 +216,24 @@ class MinShip:
         host's timer and the end of the stream flush); ignored when lazy.
     selectors:
         ``predicate -> Selector`` for sending-side aggregate selection (may be empty).
+    worker_of:
+        ``node -> worker`` when the stage is shared by the nodes of one worker
+        (``minship_at="worker"``, see the module docstring); None for a node's own stage.
 
     Attributes
     ----------
     shipped_insertions, buffered, absorbed, deletions_sent, deletions_dropped, held:
-        Counters (per node) for benchmarks.
+        Counters (per stage: per node, or per worker when shared) for benchmarks.
     """
 
     def __init__(self, mode: str = "lazy", window: int | None = None,
-                 selectors: dict | None = None):
+                 selectors: dict | None = None, worker_of=None):
         if mode not in ("eager", "lazy"):
             raise InputError(f"unknown MinShip mode {mode!r}")
         self.mode = mode
+        #: ``node -> worker`` when the stage is shared by the nodes of one worker
+        #: (:data:`AT` ``worker``), None when it serves one node
+        self.worker_of = worker_of
         self.window = (window or DEFAULT_WINDOW) if mode == "eager" else None
         self.selectors = selectors or {}
         self.records: dict[tuple, list] = {}    # (dst, pred, tup) -> [S or None, B or None]
@@ -217,16 +252,18 @@ class MinShip:
         """Filter one step's ``[(destination, update)]`` (Liu Alg. 3, per destination)."""
         scheme, ctx = node.scheme, node.ctx
         me = node.id
+        remote = self._remote(me)
         restrict = scheme.ship_restrict
         if self.selectors:                     # every new fact joins its group first
-            out = self._restrict_and_group(scheme, ctx, me, out)
+            out = self._restrict_and_group(scheme, ctx, remote, out)
             restrict = None
         res: list = []
         touched: dict[tuple, None] = {}
         zeros: dict = {}                        # remote destination -> names to zero
         records, dirty = self.records, self.dirty
         absorbs, merge, one = scheme.ship_absorbs, scheme.ship_merge, scheme.ship_one
-        plain = self.mode == "lazy" and not self.selectors
+        lazy = self.mode == "lazy"
+        plain = lazy and not self.selectors
         shipped = absorbed = buffered = 0
         for item in out:
             dst, upd = item
@@ -243,7 +280,7 @@ class MinShip:
             rec = records.get(key)
             if rec is None:
                 if not plain:                   # eager, or aggregate selection
-                    self._insert(scheme, ctx, key, rec, ann, res, dst != me)
+                    self._insert(scheme, ctx, key, rec, ann, res, remote(dst))
                     continue
                 first = one(ctx, ann)           # lazy: ship one derivation at once
                 records[key] = [first, ann]
@@ -252,9 +289,17 @@ class MinShip:
                 if first is not ann and not scheme.equal(ctx, first, ann):
                     dirty[key] = None
             elif rec[0] is None:                # held by aggregate selection
-                self._insert(scheme, ctx, key, rec, ann, res, dst != me)
+                self._insert(scheme, ctx, key, rec, ann, res, remote(dst))
             elif absorbs(ctx, rec[1], ann):
                 absorbed += 1
+            elif lazy and absorbs(ctx, ann, rec[0]):
+                # a derivation that absorbs the one shipped (a subset of its base tuples:
+                # the sender's own store dropped the longer one, so it will never send a
+                # deletion for its other variables): ship it, it becomes S
+                rec[1] = merge(ctx, rec[1], ann)
+                rec[0] = ann
+                res.append(item if ann is upd[3] else (dst, (1, pred, tup, ann)))
+                shipped += 1
             else:                               # buffered: an alternative
                 rec[1] = merge(ctx, rec[1], ann)
                 dirty[key] = None
@@ -272,10 +317,20 @@ class MinShip:
             res.extend(self.flush(node))
         return res
 
-    def _restrict_and_group(self, scheme, ctx, me, out: list) -> list:
+    def _remote(self, me):
+        """``dst -> bool``: whether aggregate selection applies towards ``dst`` from node
+        ``me`` (another node; with a stage per worker, another worker's node, so that a
+        node never holds back what it sends itself)."""
+        if self.worker_of is None:
+            return lambda dst: dst != me
+        wof = self.worker_of
+        mine = wof(me)
+        return lambda dst: wof(dst) != mine
+
+    def _restrict_and_group(self, scheme, ctx, remote, out: list) -> list:
         """``out`` with insertions restricted by the zeroed variables (dropped when nothing
-        is left), after every new fact towards another node joined its aggregate-selection
-        group (:meth:`_join_group`)."""
+        is left), after every new fact towards a remote node (``remote(dst)``) joined its
+        aggregate-selection group (:meth:`_join_group`)."""
         items = []
         for dst, upd in out:
             sign, pred, tup, ann = upd
@@ -283,7 +338,7 @@ class MinShip:
                 ann = scheme.ship_restrict(ctx, ann)
                 if ann is None:
                     continue
-                if dst != me:
+                if remote(dst):
                     self._join_group(dst, pred, tup)
                 upd = (sign, pred, tup, ann)
             items.append((dst, upd))
@@ -295,6 +350,8 @@ class MinShip:
         if self.mode == "lazy" or not self.dirty:
             return []
         scheme, ctx = node.scheme, node.ctx
+        absorbs = scheme.ship_absorbs
+        split = getattr(scheme, "ship_alternatives", None)
         res: list = []
         for key in list(self.dirty):
             rec = self.records.get(key)
@@ -303,11 +360,19 @@ class MinShip:
             have = scheme.ship_restrict(ctx, rec[1])
             if have is None:
                 continue
-            have = scheme.ship_value(ctx, have)
-            d = scheme.ship_diff(ctx, have, rec[0])
-            # S keeps what it shipped, dead variables included: a later zeroing of them
-            # must still be forwarded to the receiver
-            rec[0] = scheme.combine(ctx, rec[0], have)
+            # the buffered alternatives S does not absorb, as one OR: each was absorbed by
+            # nothing buffered when it came, so their OR needs no monotone difference
+            # against S here (the receiver takes its own against what it holds); that
+            # difference, on ORs of many paths, was most of the sender's time
+            d = None
+            for alt in split(ctx, have) if split is not None else [have]:
+                if not absorbs(ctx, rec[0], alt):
+                    d = alt if d is None else scheme.ship_merge(ctx, d, alt)
+            if d is not None:
+                d = scheme.ship_value(ctx, d)
+                # S keeps what it shipped, dead variables included: a later zeroing of
+                # them must still be forwarded to the receiver
+                rec[0] = scheme.combine(ctx, rec[0], d)
             rec[1] = rec[0]
             if d is not None:
                 dst, pred, tup = key
@@ -316,6 +381,20 @@ class MinShip:
         self.dirty.clear()
         self.pending = 0
         return res
+
+    def _minimal(self, scheme, ctx, have):
+        """Lazy: the buffered alternative of ``have`` that no other one absorbs (a shortest
+        derivation: its sender's store keeps it, see the module docstring), else ``have``
+        itself; eager ships all of ``have`` anyway."""
+        split = getattr(scheme, "ship_alternatives", None)
+        if self.mode == "eager" or split is None:
+            return have
+        alts = split(ctx, have)
+        best = alts[0]
+        for alt in alts[1:]:
+            if scheme.ship_absorbs(ctx, alt, best):     # alt has a subset of its tuples
+                best = alt
+        return best
 
     def _first(self, scheme, ctx, ann):
         """What to ship of a fact's first derivations: all of them when eager, one when
@@ -381,6 +460,11 @@ class MinShip:
         # H may keep dead variables until something is shipped from it: H is monotone, so
         # a live derivation is absorbed by H iff by H with the dead variables false
         new_s = scheme.ship_restrict(ctx, shipped, names)
+        if self.worker_of is not None and have is not shipped:
+            # a stage shared by a worker's nodes: another node may ship from H with a
+            # context that has not seen these variables zeroed (or the sender's other dead
+            # variables), so H drops them now, whether or not S depends on them
+            have = rec[1] = scheme.ship_restrict(ctx, have, names) or shipped
         if new_s is not None and scheme.equal(ctx, new_s, shipped):
             self.deletions_dropped += 1          # the shipped part does not depend on it
             return
@@ -388,7 +472,7 @@ class MinShip:
         if new_s is None:
             new_h = scheme.ship_restrict(ctx, have, names)
             if new_h is not None:                # alternatives first, then the deletion
-                new_s = self._first(scheme, ctx, new_h)
+                new_s = self._first(scheme, ctx, self._minimal(scheme, ctx, new_h))
                 res.append((dst, (1, pred, tup, new_s)))
                 self.shipped_insertions += 1
                 rec[1] = new_h
@@ -429,7 +513,7 @@ class MinShip:
             rec = self.records[(dst, pred, tup)]
             if rec[0] is None:
                 rec[1] = scheme.ship_restrict(ctx, rec[1]) or rec[1]
-                rec[0] = self._first(scheme, ctx, rec[1])
+                rec[0] = self._first(scheme, ctx, self._minimal(scheme, ctx, rec[1]))
                 res.append((dst, (1, pred, tup, rec[0])))
                 self.shipped_insertions += 1
                 if not scheme.equal(ctx, rec[0], rec[1]):
@@ -476,7 +560,8 @@ class MinShip:
                                               "deletions_sent", "deletions_dropped", "held")}
 
 
-def node_stages(program, scheme, ship=None, aggsel: str | None = None):
+def node_stages(program, scheme, ship=None, aggsel: str | None = None, at: str = "node",
+                placement=None):
     """An ``on_node`` callback installing aggregate selection and MinShip on every node,
     or None when there is nothing to install.
 
@@ -494,8 +579,18 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
         RunOptions` resolves it), so that an explicit ``off`` stays off.
     aggsel:
         ``multi``, ``single``, ``off`` or None (off).
+    at:
+        ``node``: one MinShip stage per node; ``worker``: one stage per worker of
+        ``placement``, shared by the nodes it hosts (:data:`AT`).
+    placement:
+        ``node -> worker`` (an :class:`engine.placement.Placement`); needed with
+        ``at="worker"``.
     """
     from .aggsel import install as install_aggsel, selectors as make_selectors
+    if at not in AT:
+        raise InputError(f"--minship-at must be one of {', '.join(AT)}, not {at!r}")
+    if at == "worker" and placement is None:
+        raise InputError("MinShip between workers needs the placement of nodes on workers")
     parsed = parse_ship(ship)
     receive, send = make_selectors(program, aggsel or "off")
     if parsed is None or not supports(scheme):
@@ -503,11 +598,23 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None):
     if parsed is None and not receive:
         return None
 
+    window = None if parsed is None else \
+        math.inf if parsed.period is not None else parsed.window
+    shared: dict = {}               # worker -> its stage (at="worker")
+    worker_of = placement.worker if at == "worker" else None
+
     def on_node(node) -> None:
         install_aggsel(node, receive)
-        if parsed is not None:
-            window = math.inf if parsed.period is not None else parsed.window
+        if parsed is None:
+            return
+        if worker_of is None:
             install(node, parsed.mode, window, send)
+            return
+        w = worker_of(node.id)
+        stage = shared.get(w)
+        if stage is None:
+            stage = shared[w] = MinShip(parsed.mode, window, send, worker_of)
+        install(node, stage=stage)
     return on_node
 
 
@@ -517,12 +624,15 @@ def stage_of(node) -> MinShip | None:
     return next((s for s in node.send_stages if isinstance(s, MinShip)), None)
 
 
-def install(node, mode: str, window: int | None = None, selectors: dict | None = None):
+def install(node, mode: str = "lazy", window: int | None = None,
+            selectors: dict | None = None, stage: MinShip | None = None):
     """Append a :class:`MinShip` stage to ``node.send_stages`` if its scheme supports the
-    shipping algebra; return the stage or None."""
+    shipping algebra (a new one, or ``stage``, shared by the nodes of one worker); return
+    the stage or None."""
     if not supports(node.scheme):
         return None
-    stage = MinShip(mode, window, selectors)
+    if stage is None:
+        stage = MinShip(mode, window, selectors)
     node.send_stages.append(stage)
     attach = getattr(node.scheme, "ship_attach", None)
     if attach is not None:

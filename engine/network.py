@@ -167,8 +167,9 @@ class Network:
                                           placement=opts.placement_map(),
                                           roundtrip=opts.roundtrip)
         self.transport = transport
+        stages = self.resolved.stages(self.program, transport.placement)
         self.host = Host(self.program, self.scheme, transport, batch=opts.batch,
-                         stages=self.resolved.stages(self.program), on_node=on_node,
+                         stages=stages, on_node=on_node,
                          contexts=opts.contexts, flush_period=self.resolved.flush_period)
         self.injector = Injector(program, self.program, self.scheme, self.host.context_of,
                                  self.resolved)
@@ -361,7 +362,11 @@ class Network:
         ``operator_state``. Traffic (:class:`engine.transport.TrafficMetrics`):
         ``messages_sent``, ``tuples_sent``, ``bytes_sent`` (msgpack), ``annotation_bytes``,
         ``worker_messages_sent``, ``worker_bytes_sent``, ``local_tuples``. Run:
-        ``polls``, ``wall_seconds``, ``dropped_deletions``, ``nodes_count``.
+        ``polls``, ``wall_seconds``, ``dropped_deletions``, ``nodes_count``. A phased
+        scheme adds its coordinator's counters (DRed: ``phase_rounds``, ``barriers``,
+        ``barrier_messages``, ``barrier_bytes``, ``overdelete_tuples``,
+        ``overdelete_bytes``, ``rederive_tuples``, ``rederive_bytes``, ``held_updates``;
+        :class:`provenance.dred.DRedPhases`).
         """
         report = self.host.report()
         totals = report["totals"]

@@ -248,6 +248,7 @@ class Node:
         self._absence_nu: dict[str, dict[tuple, Any]] = {p: {} for p in self.negated}
         self._flips: list[tuple[str, tuple, bool]] = []
         self.fire_table = compile_delta_rules(self, program.rules, program)
+        self._rederive_plans: dict[int, Callable] = {}
         if getattr(scheme, "commit_on_arrival", False):
             #: deltas of updates that arrived (and changed the state) but have not fired
             self.arrived: list = []
@@ -483,6 +484,45 @@ class Node:
         loc = self.program.loc.get(pred) if self.program.distributed else None
         return budget_error(exc, format_fact(pred, tup, loc if loc is None or loc < len(tup)
                                              else None))
+
+    def rederive(self, heads) -> list[tuple[Any, Update]]:
+        """Fire, once, every rule whose head predicate is in ``heads`` over the committed
+        state: each instance of its body found here derives its head as an insertion
+        (DRed's re-derivation, Liu et al. 2009, Sec. 3.2, Fig. 5 steps 5-8). Called at
+        global quiescence (ν is empty), so every instance is found exactly once: from its
+        first body atom, the others read from the committed state.
+
+        Parameters
+        ----------
+        heads:
+            ``head predicate -> the nodes whose heads to keep`` (a container of node ids,
+            or ``None`` for every node): a derived head located elsewhere is dropped.
+
+        Returns
+        -------
+        list
+            ``[(destination node, update)]`` after the send stages, duplicates dropped for
+            idempotent schemes.
+        """
+        plans = self._rederive_plans
+        out: list = []
+        for rule in self.program.rules:
+            if rule.head.pred not in heads or not rule.body_atoms:
+                continue
+            key = id(rule)
+            fire = plans.get(key)
+            if fire is None:
+                first = rule.body_atoms[0].pred
+                fire = plans[key] = compile_delta_rules(self, [rule], self.program)[first][0]
+            pred = rule.body_atoms[0].pred
+            derived: list = []
+            for tup, stored in list(self.state.get(pred, {}).items()):
+                for occ in self.scheme.occurrences(stored):
+                    fire(1, tup, occ, derived)
+            keep = heads[rule.head.pred]
+            out.extend(derived if keep is None else
+                       [(dst, upd) for dst, upd in derived if dst in keep])
+        return self._send([], out)
 
     def flush(self) -> list[tuple[Any, Update]]:
         """End of stream: ask every send stage for what it buffered."""

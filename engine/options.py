@@ -111,6 +111,12 @@ class RunOptions:
         quiescence; counted per :meth:`engine.Network.run`, checked after every delivery.
         ``None``: unbounded, or :data:`DEFAULT_MAX_UPDATES` for a scheme that may not
         terminate; ``0``: unbounded for every scheme.
+    minship_at:
+        Where MinShip decides what to ship (:data:`engine.minship.AT`): ``node``, one
+        stage per node (the default); ``worker``, one per worker, shared by the nodes it
+        hosts, so that alternative derivations are buffered and absorbed per (destination,
+        fact) for the whole worker (Liu et al. 2009, Sec. 3 and 7.3). The same as ``node``
+        when every node is its own worker. Needs MinShip (not ``ship="off"``).
     """
 
     annotation: Any = DEFAULT_ANNOTATION
@@ -128,6 +134,7 @@ class RunOptions:
     derivation_budget: int | None = None
     derivation_total: int | None = None
     max_updates: int | None = None
+    minship_at: str = "node"
 
     def __post_init__(self):
         if self.aggsel not in AGGSEL_CHOICES:
@@ -145,6 +152,10 @@ class RunOptions:
                              f"(0: none), not {bound!r}")
         from .delivery import make_delivery
         make_delivery(self.delivery)             # an InputError naming a bad model now
+        from .minship import AT
+        if self.minship_at not in AT:
+            raise InputError(f"--minship-at must be one of {', '.join(AT)}, not "
+                             f"{self.minship_at!r}")
 
     def replace(self, **changes) -> "RunOptions":
         """A copy with some fields changed (``None`` values are ignored)."""
@@ -187,7 +198,15 @@ class RunOptions:
             problem = set_deletion_problem(program.source)
             _refuse_reordered_aggregates(scheme, program, self.delivery)
         aggsel = _aggsel(self.aggsel, scheme, program)
-        return Resolved(self, scheme, _ship(self.ship, scheme), aggsel, problem,
+        ship = _ship(self.ship, scheme)
+        from .minship import supports
+        if self.minship_at != "node" and (ship is None or not supports(scheme)):
+            raise InputError(f"--minship-at {self.minship_at} places MinShip, but this run "
+                             f"has none (annotation '{scheme.name}', --ship "
+                             f"{self.ship or 'default'})",
+                             hint="use --annotation absorption with --ship lazy or eager, "
+                             "or leave out --minship-at")
+        return Resolved(self, scheme, ship, aggsel, problem,
                         _max_updates(self.max_updates, scheme),
                         _aggsel_program(program, aggsel))
 
@@ -261,11 +280,28 @@ class Resolved:
         """How often the host flushes MinShip's buffers (eager on a timer), or ``None``."""
         return None if self.ship is None else self.ship.period
 
-    def stages(self, program):
+    def stages(self, program, placement=None):
         """The ``on_node`` callback installing aggregate selection and MinShip on every
-        node (:func:`engine.minship.node_stages`), or ``None``."""
+        node (:func:`engine.minship.node_stages`), and the send stage of a scheme that
+        ships by itself (``scheme.send_stage(mode)``, for its ``ship_modes``), or
+        ``None``. ``placement`` (default: the options') groups the nodes of a worker under
+        one MinShip stage with ``minship_at="worker"``."""
         from .minship import node_stages
-        return node_stages(program, self.scheme, self.ship, self.aggsel)
+        if placement is None and self.options.minship_at == "worker":
+            placement = self.options.placement_map()
+        stages = node_stages(program, self.scheme, self.ship, self.aggsel,
+                             self.options.minship_at, placement)
+        own = getattr(self.scheme, "send_stage", None)   # a scheme that ships by itself
+        if own is None or self.ship is None:
+            return stages
+
+        def on_node(node) -> None:
+            if stages is not None:
+                stages(node)
+            stage = own(self.ship.mode)
+            if stage is not None:
+                node.send_stages.append(stage)
+        return on_node
 
     def describe(self) -> dict:
         """The resolved choices, JSON-able."""
@@ -327,10 +363,17 @@ def _budgeted(scheme, options: RunOptions):
 def _ship(text: str | None, scheme) -> tuple | None:
     from .minship import parse_ship, supports
     able = supports(scheme)
+    #: modes a scheme without MinShip's algebra ships in by itself (its ``send_stage``)
+    own = getattr(scheme, "ship_modes", ())
     if text is None:
-        return parse_ship(getattr(scheme, "default_ship", None)) if able else None
+        return parse_ship(getattr(scheme, "default_ship", None)) if able or own else None
     parsed = parse_ship(text)
     if parsed is not None and not able:
+        if parsed.mode in own:
+            return parsed
+        if own:
+            raise InputError(f"annotation '{scheme.name}' ships {' or '.join(own)}, not "
+                             f"--ship {text}", hint="use --ship " + " or --ship ".join(own))
         raise InputError(f"MinShip ships alternative derivations, but annotation "
                          f"'{scheme.name}' keeps none",
                          hint="use --annotation absorption, or --ship off")
@@ -353,6 +396,12 @@ def _aggsel(mode: str, scheme, program) -> str:
     from .aggsel import selectors
     if mode == "off":
         return "off"
+    if not getattr(scheme, "prunable", True):
+        if mode == "auto":
+            return "off"
+        raise InputError(f"aggregate selection prunes tuples, which annotation "
+                         f"'{scheme.name}' does not support",
+                         hint="use --aggsel off, or --annotation absorption")
     if not scheme.idempotent:
         if mode == "auto":
             return "off"

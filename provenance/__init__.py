@@ -3,8 +3,10 @@
 Role: the registry. ``get_scheme("set" | "derivation" | ...)`` returns a fresh strategy
 object implementing :class:`~provenance.base.AnnotationScheme`; the engine is handed that
 object and never branches on the scheme's name. The built-in schemes are ``set``,
-``derivation`` (Nigam et al. 2012, Sec. 5) and ``absorption`` (Liu et al. 2009, Sec. 4, with
-lazy MinShip by default); a user's own scheme is registered with :func:`register_scheme`
+``derivation`` (Nigam et al. 2012, Sec. 5), ``absorption`` (Liu et al. 2009, Sec. 4, with
+lazy MinShip by default), ``dred`` (delete and re-derive, Liu et al.'s baseline, Sec.
+3.2) and ``relative`` (relative provenance, their other baseline, Sec. 7.2); a user's own
+scheme is registered with :func:`register_scheme`
 or handed to the engine as an object. Three more reproduce the failures of earlier
 algorithms that Nigam et al. 2012, Sec. 5-6 describe, and run only when a run is unsafe
 (:mod:`provenance.failure_modes`): ``counting`` (derivation counts, which never converge on
@@ -57,11 +59,15 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
 def _register_builtin() -> None:
     from .absorption import SCHEME as absorption
     from .derivation import DerivationScheme
+    from .dred import DRedScheme
     from .failure_modes import CountingScheme, FifoBaseScheme, OriginalScheme
+    from .relative import RelativeScheme
     from .set_scheme import SetScheme
     register_scheme("set", SetScheme)
     register_scheme("derivation", DerivationScheme)
     register_scheme("absorption", absorption)
+    register_scheme("dred", DRedScheme)
+    register_scheme("relative", RelativeScheme)
     register_scheme("counting", CountingScheme)
     register_scheme("original", OriginalScheme)
     register_scheme("fifo-base", FifoBaseScheme)

@@ -159,6 +159,18 @@ class AnnotationScheme:
         True if :meth:`absence` and :meth:`absence_ends` are implemented and make negated
         atoms exact under any delivery order (``docs/provenance.md``, "Negation"); the
         engine refuses programs with negation under the other schemes.
+    prunable:
+        False if aggregate selection (Liu et al. 2009, Sec. 6) must not run with this
+        scheme (``--aggsel auto`` then turns it off, an explicit mode is an error).
+    phased:
+        True if the scheme runs in phases separated by global barriers
+        (:meth:`quiescence_phases`, e.g. DRed's over-delete and re-derive, Liu Sec. 3.2).
+        Engines without a barrier between phases refuse such a scheme.
+    ship_modes:
+        The ``--ship`` modes (``"eager"``, ``"lazy"``) a scheme without MinShip's shipping
+        algebra runs by itself; such a scheme has ``send_stage(mode)``, which returns a
+        node's send stage for the mode or None (relative provenance's lazy shipping,
+        :mod:`provenance.relative`). Empty for every other scheme.
     """
 
     name = "abstract"
@@ -177,6 +189,9 @@ class AnnotationScheme:
     may_not_terminate = False
     commit_on_arrival = False
     negation = False
+    prunable = True
+    phased = False
+    ship_modes: tuple = ()
 
     # -- contexts ------------------------------------------------------------------------
     def shared_context(self) -> Any:
@@ -192,6 +207,21 @@ class AnnotationScheme:
         ``dst_ctx`` and must be rebuilt there from its wire form. Default: whenever the
         scheme is :attr:`context_bound` (schemes that know their contexts refine this)."""
         return self.context_bound
+
+    def quiescence_phases(self) -> Any:
+        """The phase coordinator of one run, or ``None`` (default: the scheme has no
+        phases).
+
+        A coordinator has ``at_quiescence(host) -> bool``, which the hosting loop
+        (:class:`engine.host.Host`) calls each time nothing is in flight and no node has
+        work: it may read the nodes (``host.nodes``; a node's ``ctx``, ``state`` and
+        ``rederive(heads)``), requeue held updates (``host.wake``), send updates
+        (``host.send``) and count its own messages on ``host.transport.metrics``, and
+        answers True when it started more work. ``report() -> dict[str, int]`` gives
+        counters the host adds to its totals. Used by :mod:`provenance.dred`; another
+        baseline whose check runs at quiescence can plug in the same way.
+        """
+        return None
 
     # -- algebra -------------------------------------------------------------------------
     def one(self, ctx) -> Any:

@@ -147,6 +147,7 @@ class Simulation:
         self.steps: list[StepResult] = []
         self._expiry: dict = {}
         self._snapshot = Counters()
+        self._phases: dict[str, int] = {}
         self._size_cache: dict = {}
         self.expired = 0
         if self.program.facts:        # facts in the program text: the engine queued them
@@ -355,6 +356,11 @@ class Simulation:
         c = self.transport.counters
         snap = self._snapshot
         result.traffic = c.total.minus(snap.total)
+        phases = self.net.host.phases          # a phased scheme's counters (DRed), per step
+        if phases is not None:
+            now = phases.report()
+            result.traffic.update({k: v - self._phases.get(k, 0) for k, v in now.items()})
+            self._phases = now
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
         per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
         if self.state_metrics:

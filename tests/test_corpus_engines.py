@@ -3,8 +3,10 @@
 Every program of ``tests/programs`` runs with its facts, then loses a seeded third of its
 base facts in one burst, on the in-memory engine, the simulator and Ray (two workers), with
 the default annotation (absorption provenance, lazy MinShip, aggregate selection where it
-applies) and, on the two in-process engines, with derivation sets. After each step the
-relations equal ``psn.evaluate`` on the current base facts (relations that aggregate
+applies) and, on the two in-process engines, with derivation sets, DRed and relative
+provenance (the last two refuse the programs with negation, naming the fix), and with
+MinShip per worker (two workers, in memory and in the simulator). After each
+step the relations equal ``psn.evaluate`` on the current base facts (relations that aggregate
 selection prunes are compared through the aggregates that read them), and after the
 insertions they equal the case's ``expected.json``.
 """
@@ -65,9 +67,9 @@ def _steps(net, case) -> None:
 class _SimNet:
     """A :class:`sim.Simulation` with the network interface the steps use."""
 
-    def __init__(self, case, annotation):
+    def __init__(self, case, annotation, options=None):
         self.sim = sim.Simulation(case.program, None, annotation=annotation,
-                                  delivery="random", seed=len(case.name))
+                                  delivery="random", seed=len(case.name), options=options)
         self._burst: list = []
 
     def apply(self, burst):
@@ -89,19 +91,47 @@ class _SimNet:
         return self.sim.relations()
 
 
-@pytest.mark.parametrize("annotation", ["absorption", "derivation"])
+def _refuses(case, annotation) -> bool:
+    """DRed and relative provenance refuse negation up front, naming the annotations that
+    maintain it."""
+    return annotation in ("dred", "relative") and any(r.negations
+                                                      for r in case.program.rules)
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "derivation", "dred", "relative"])
 @pytest.mark.parametrize("name", case_ids())
 def test_corpus_in_memory(name, annotation):
     case = CASES[name]
+    if _refuses(case, annotation):
+        with pytest.raises(psn.PSNError, match="--annotation absorption"):
+            Network(case.program, annotation=annotation)
+        return
     _steps(Network(case.program, annotation=annotation, delivery="random",
                    seed=len(name)), case)
 
 
-@pytest.mark.parametrize("annotation", ["absorption", "derivation"])
+@pytest.mark.parametrize("annotation", ["absorption", "derivation", "dred", "relative"])
 @pytest.mark.parametrize("name", case_ids())
 def test_corpus_in_the_simulator(name, annotation):
     case = CASES[name]
+    if _refuses(case, annotation):
+        with pytest.raises(psn.PSNError, match="--annotation absorption"):
+            _SimNet(case, annotation)
+        return
     _steps(_SimNet(case, annotation), case)
+
+
+@pytest.mark.parametrize("engine", ["memory", "sim"])
+@pytest.mark.parametrize("name", case_ids())
+def test_corpus_with_minship_per_worker(name, engine):
+    """The default annotation with MinShip shared by the nodes of each of 2 workers."""
+    case = CASES[name]
+    options = psn.RunOptions(minship_at="worker", workers=2)
+    if engine == "memory":
+        net = Network(case.program, options=options, delivery="random", seed=len(name))
+    else:
+        net = _SimNet(case, "absorption", options)
+    _steps(net, case)
 
 
 @pytest.mark.ray

@@ -11,7 +11,12 @@
   one node-wide zeroing at one node, including one that overtakes an insertion;
 * exactness of eager shipping on seeded random graphs;
 * lazy shipping ships no more tuples than set semantics (30-node graph, insertions only);
-* Liu Fig. 2 with MinShip: deleting link(C,B) is bounded by the facts that shipped p4.
+* Liu Fig. 2 with MinShip: deleting link(C,B) is bounded by the facts that shipped p4;
+* MinShip per worker (``minship_at="worker"``, Liu Sec. 3: a query processor is the proxy
+  of the nodes it hosts): the same reorder property tests on reachability planned as Liu
+  Fig. 4 (the join at the link's destination ships ``reachable`` itself, so that nodes of
+  one worker ship the same facts); the same run as per node when every node is its own
+  worker; fewer tuples shipped when the nodes share a worker; errors naming the fix.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import pytest
 import psn
 from graphs import random_links
 from engine import Network
-from engine.minship import MinShip, parse_ship
+from engine.minship import MinShip, parse_ship, stage_of
 from engine.node import EVERY_FACT
 from ndlog.errors import InputError
 from engine.transport import Placement
@@ -33,11 +38,16 @@ from provenance.absorption import AbsorptionScheme, Zeroing
 from provenance.bdd import var_name
 from test_liu_engine import FIG2, STEP4, Ledger, provenance_of
 
-REACH = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REACH = psn.load(EXAMPLES / "reachable.ndl")
+#: Reachability as Liu Fig. 4 plans it: ``reachable(@S, D)`` computed at the link's
+#: destination and shipped as it is.
+REACH_LIU = psn.load(EXAMPLES / "reachable_liu.ndl")
 
 #: Schedules run by the property tests of this module (checked at the end).
 SCHEDULES = {"count": 0}
 PER_CASE = 250          # 6 cases (2 modes x 3 orders) x 250 schedules
+PER_WORKER_CASE = 80    # the same 6 cases with MinShip per worker
 
 
 def _links(rng: random.Random) -> list:
@@ -103,14 +113,20 @@ def _dead_in_store(net: Network, dead: set) -> list:
     return bad
 
 
-def _check(seed: int, ship: str, delivery: str) -> None:
-    rng = random.Random(f"{seed}/{ship}/{delivery}")
+def _check(seed: int, ship: str, delivery: str, at: str = "node") -> None:
+    rng = random.Random(f"{seed}/{ship}/{delivery}/{at}")
     links = _links(rng)
     ledger = Ledger()
     # all nodes in one worker (3 seeds in 4), or one worker per node, with one CUDD manager
-    # per worker (updates then cross managers in their wire form) or one for the process
+    # per worker (updates then cross managers in their wire form) or one for the process;
+    # per worker: one worker, or 2-3 workers by hash
     placement = Placement.single() if seed % 4 else None
-    net = Network(REACH, annotation=AbsorptionScheme(reorder=False), ship=ship,
+    program = REACH
+    if at == "worker":          # nodes of one worker ship the same facts in Liu's plan
+        program = REACH_LIU
+        placement = Placement.single() if seed % 3 == 0 else Placement(2 + seed % 2)
+    net = Network(program, options=psn.RunOptions(minship_at=at),
+                  annotation=AbsorptionScheme(reorder=False), ship=ship,
                   delivery=delivery, seed=seed, batch=seed % 3 != 0, roundtrip=seed % 5 == 0,
                   placement=placement, contexts="worker" if seed % 8 == 0 else "process")
     _schedule(rng, net, ledger, links)
@@ -131,6 +147,87 @@ def _check(seed: int, ship: str, delivery: str) -> None:
 def test_any_delivery_order_gives_the_reference_relations(ship, delivery):
     for seed in range(PER_CASE):
         _check(seed, ship if seed % 4 else ship.replace("eager", "eager:1"), delivery)
+
+
+@pytest.mark.parametrize("delivery", ["random", "adversarial", "fifo"])
+@pytest.mark.parametrize("ship", ["lazy", "eager"])
+def test_minship_at_worker_any_delivery_order(ship, delivery):
+    """One MinShip stage per worker, shared by its nodes: exact relations, eager provenance
+    equal to PosBool, lazy provenance sound, no deleted variable left anywhere."""
+    for seed in range(PER_WORKER_CASE):
+        _check(seed, ship if seed % 4 else ship.replace("eager", "eager:1"), delivery,
+               at="worker")
+
+
+@pytest.mark.parametrize("at", ["node", "worker"])
+def test_lazy_minship_ships_the_derivation_its_sender_keeps(at):
+    """Liu Fig. 4's plan, seed 7, adversarial order, 3 workers: a node shipped
+    reachable(2,3) with a derivation through a cycle, then its store absorbed it into a
+    shorter one. Lazy MinShip must ship the shorter one (at once when it comes, and when
+    choosing the alternative to ship before a deletion): the node would never forward the
+    deletion of the cycle's links, and another node's zeroing of them would drop the fact
+    at its receiver while the live alternative stayed buffered (reachable(2,3) and (3,3)
+    were missing)."""
+    rng = random.Random("7/lazy/adversarial/worker")
+    links = _links(rng)
+    ledger = Ledger()
+    net = Network(REACH_LIU, options=psn.RunOptions(minship_at=at),
+                  annotation=AbsorptionScheme(reorder=False), ship="lazy",
+                  delivery="adversarial", seed=7, placement=Placement(3))
+    _schedule(rng, net, ledger, links)
+    assert net.relations()["reachable"] == \
+        psn.evaluate(REACH, {"link": sorted(ledger.live)})["reachable"]
+
+
+def test_minship_at_worker_is_per_node_with_one_node_per_worker():
+    rng = random.Random(5)
+    links = [(a, b) for a, b, _ in random_links(12, 30, rng)]
+    runs = [Network(REACH_LIU, {"link": links}, options=psn.RunOptions(minship_at=at),
+                    seed=2).run() for at in ("node", "worker")]
+    assert runs[0].relations() == runs[1].relations()
+    for k in ("tuples_sent", "bytes_sent", "messages_sent"):
+        assert runs[0].metrics[k] == runs[1].metrics[k], k
+
+
+@pytest.mark.parametrize("ship", ["lazy", "eager"])
+def test_minship_at_worker_buffers_what_the_nodes_of_a_worker_ship(ship):
+    """Nodes of one worker share one stage: a fact two of them derive towards a node is
+    shipped once (lazy) and the rest buffered, so fewer bytes cross workers than with a
+    stage per node; the relations are the reference's, before and after deletions."""
+    rng = random.Random(11)
+    n = 16 if ship == "lazy" else 7          # eager ships every simple path
+    links = [(a, b) for a, b, _ in random_links(n, 3 * n, rng)]
+    gone = rng.sample(links, 5)
+    live = [t for t in links if t not in gone]
+    runs = {}
+    for at in ("node", "worker"):
+        net = Network(REACH_LIU, {"link": links}, ship=ship, seed=3,
+                      options=psn.RunOptions(minship_at=at, workers=3)).run()
+        assert net.relations()["reachable"] == \
+            psn.evaluate(REACH, {"link": links})["reachable"]
+        inserted = net.metrics["worker_bytes_sent"]
+        for t in gone:
+            net.delete("link", t).run()
+        assert net.relations()["reachable"] == \
+            psn.evaluate(REACH, {"link": live})["reachable"]
+        runs[at] = (net, inserted)
+    net, inserted = runs["worker"]
+    stages = {w: {id(stage_of(net.node(n))) for n in net.nodes if net.worker_of(n) == w}
+              for w in {net.worker_of(n) for n in net.nodes}}
+    assert all(len(ids) == 1 for ids in stages.values()) and len(stages) >= 2
+    if ship == "lazy":          # eager ships every derivation either way
+        assert inserted < runs["node"][1]
+
+
+def test_minship_at_needs_minship():
+    with pytest.raises(InputError, match="minship-at"):
+        psn.RunOptions(minship_at="router")
+    with pytest.raises(InputError, match="--minship-at worker") as err:
+        Network(REACH_LIU, {"link": [(1, 2)]}, ship="off",
+                options=psn.RunOptions(minship_at="worker"))
+    assert "--ship lazy" in err.value.hint
+    with pytest.raises(InputError, match="--minship-at worker"):
+        Network(REACH_LIU, annotation="set", options=psn.RunOptions(minship_at="worker"))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -319,7 +416,7 @@ def test_zz_schedule_count():
     """Runs last in this module: the property tests ran their schedules."""
     if SCHEDULES["count"] == 0:
         pytest.skip("property tests deselected")
-    assert SCHEDULES["count"] >= 6 * PER_CASE
+    assert SCHEDULES["count"] >= 6 * PER_CASE + 6 * PER_WORKER_CASE
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -1,8 +1,10 @@
-"""``psn run`` with the issue-5 flags: --annotation absorption, --ship, --aggsel, --why."""
+"""``psn run`` with the provenance flags: --annotation absorption, --ship, --aggsel, --why,
+--minship-at."""
 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext as _no_exit
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,26 @@ def test_shortest_path_with_aggsel_flag(tmp_path, capsys, aggsel):
     assert rc == 0
     got = json.loads(capsys.readouterr().out)["relations"]["minCost"]
     assert ["a", "c", 2] in got and ["c", "b", 2] in got
+
+
+def test_minship_at_worker_runs_and_checks(tmp_path, capsys):
+    f = tmp_path / "l.facts"
+    f.write_text("link(@1,2). link(@2,3). link(@3,1). link(@1,3). link(@3,4). link(@4,2).\n")
+    rc = main(["run", str(EXAMPLES / "reachable_liu.ndl"), "--facts", str(f),
+               "--minship-at", "worker", "--workers", "2", "--check", "--format", "json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["run"]["minship_at"] == "worker"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--minship-at", "worker", "--ship", "off"], "--minship-at worker"),
+    (["--minship-at", "worker", "--annotation", "set"], "--minship-at worker"),
+    (["--minship-at", "router"], "--minship-at"),
+])
+def test_minship_at_errors_name_the_fix(fig2, capsys, argv, message):
+    facts, _ = fig2
+    with pytest.raises(SystemExit) if argv[1] == "router" else _no_exit():
+        rc = main(["run", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts)] + argv)
+        assert rc == 2
+    assert message in capsys.readouterr().err

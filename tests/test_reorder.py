@@ -6,7 +6,9 @@ re-insertions, a link deleted and re-inserted within one burst), applied one bur
 or all overlapping. Each scenario runs under many seeded delivery schedules across ``fifo``,
 ``random`` and ``adversarial``, batched and one-update picks; after the last burst the
 relations must equal psn.evaluate on the final base facts (Nigam Definition 1) for the
-``derivation`` scheme, and for ``set`` on insertion-only scenarios.
+``derivation`` scheme, for ``dred`` (delete and re-derive) and ``relative`` (relative
+provenance, eager and lazy in turn), a third of the schedules each, and for ``set`` on
+insertion-only scenarios.
 
 Derivation sets enumerate every cycle-free derivation, so graphs are kept sparse (a random
 tree plus a few extra links, rejected when they have too many simple paths) and the
@@ -194,9 +196,9 @@ def _schedules(count: int, rng: random.Random):
                rng.random() < 0.5)
 
 
-def _run(program, facts, bursts, *, annotation, delivery, seed, batch, overlap):
+def _run(program, facts, bursts, *, annotation, delivery, seed, batch, overlap, ship=None):
     net = Network(program, facts, annotation=annotation, delivery=delivery, seed=seed,
-                  batch=batch)
+                  batch=batch, ship=ship)
     if overlap:
         for b in bursts:
             net.apply(b)
@@ -231,6 +233,33 @@ def test_reorder_derivation(name, index):
         got = _run(program, facts, bursts, annotation="derivation", delivery=delivery,
                    seed=seed, batch=batch, overlap=overlap)
         _check(got, ref, (name, index, delivery, seed, batch, overlap))
+
+
+@pytest.mark.parametrize("name,index", list(_cases()))
+def test_reorder_dred(name, index):
+    text, _, per = PLAN[name]
+    program = psn.parse(text)
+    facts, bursts, final = _scenario(name, index)
+    ref = psn.evaluate(program, final, aggsel=False)
+    rng = random.Random(f"dred-{name}-{index}")
+    for delivery, seed, batch, overlap in _schedules(max(6, per // 3), rng):
+        got = _run(program, facts, bursts, annotation="dred", delivery=delivery,
+                   seed=seed, batch=batch, overlap=overlap)
+        _check(got, ref, (name, index, delivery, seed, batch, overlap))
+
+
+@pytest.mark.parametrize("name,index", list(_cases()))
+def test_reorder_relative(name, index):
+    text, _, per = PLAN[name]
+    program = psn.parse(text)
+    facts, bursts, final = _scenario(name, index)
+    ref = psn.evaluate(program, final, aggsel=False)
+    rng = random.Random(f"relative-{name}-{index}")
+    for i, (delivery, seed, batch, overlap) in enumerate(_schedules(max(6, per // 3), rng)):
+        ship = ("eager", "lazy")[i % 2]
+        got = _run(program, facts, bursts, annotation="relative", delivery=delivery,
+                   seed=seed, batch=batch, overlap=overlap, ship=ship)
+        _check(got, ref, (name, index, delivery, seed, batch, overlap, ship))
 
 
 @pytest.mark.parametrize("name", ["reachable", "hops", "closure"])

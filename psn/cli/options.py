@@ -56,12 +56,18 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                               "simulator on a topology; ray: Ray actors (default: sim when "
                               "--topology or --workload is given, else memory)")
     settings.add_argument("--annotation", default=None, metavar="NAME",
-                          help="annotation scheme: absorption (default), derivation or set; "
+                          help="annotation scheme: absorption (default), derivation, set, "
+                          "dred (delete and re-derive) or relative (relative provenance), "
+                          "the last two not on Ray; "
                           "the papers' failure modes counting, original and fifo-base run "
                           "only with --unsafe")
     settings.add_argument("--ship", default=None, metavar="MODE",
                           help="MinShip: lazy (default with absorption), eager, eager:W "
-                          "(every W alternatives), eager:1s (on a timer of the clock) or off")
+                          "(every W alternatives), eager:1s (on a timer of the clock) or off; "
+                          "with --annotation relative: eager (default) or lazy")
+    settings.add_argument("--minship-at", default=None, choices=("node", "worker"),
+                          help="where MinShip buffers alternative derivations: per node "
+                          "(default) or per worker, shared by the nodes it hosts")
     settings.add_argument("--aggsel", default=None, choices=("auto", "multi", "single", "off"),
                           help="aggregate selection: auto (default: multi where it applies), "
                           "multi (prune on every aggregate at once), single (one query per "
@@ -195,4 +201,5 @@ def run_options(args: argparse.Namespace, engine: str):
                          batch=None if args.pick is None else args.pick == "all",
                          workers=n, placement=placement, unsafe=args.unsafe or None,
                          max_memory=memory, derivation_budget=args.derivation_budget,
-                         derivation_total=args.derivation_total, max_updates=args.max_updates)
+                         derivation_total=args.derivation_total, max_updates=args.max_updates,
+                         minship_at=args.minship_at)

@@ -144,7 +144,11 @@ class RayRunner(Runner):
     def __init__(self, program, options, *, address=None, connect_timeout=None):
         import ray
 
+        from provenance import get_scheme
+
         from ..distributed import RayNetwork, WorkerPool
+        from ..distributed.network import refuse_phased
+        refuse_phased(get_scheme(options.annotation))   # before Ray starts
         super().__init__(program, options)
         self._was_up = ray.is_initialized()
         self.pool = WorkerPool(options.workers, address, connect_timeout=connect_timeout)

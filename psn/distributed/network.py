@@ -53,7 +53,7 @@ from .actor import actor_class
 from .runtime import start_ray
 from .shard import pack, unpack
 
-__all__ = ["RayNetwork", "WorkerPool"]
+__all__ = ["RayNetwork", "WorkerPool", "refuse_phased"]
 
 
 class _WorkerLost(Exception):
@@ -139,6 +139,23 @@ class WorkerPool:
         self.actors = []
 
 
+def refuse_phased(scheme) -> None:
+    """Refuse a scheme that runs in phases separated by global barriers (DRed's
+    over-delete and re-derive, Liu et al. 2009, Sec. 3.2): the Ray driver's termination
+    detection does not run a scheme's phase coordinator.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        Naming the engines that run it.
+    """
+    if getattr(scheme, "phased", False):
+        raise InputError(f"annotation '{scheme.name}' runs in phases separated by a global "
+                         f"barrier, which --engine ray does not run",
+                         hint="use --engine sim or --engine memory, or --annotation "
+                         "absorption on Ray")
+
+
 class RayNetwork:
     """A PSN network whose nodes live on Ray actors (see the module docstring).
 
@@ -189,6 +206,7 @@ class RayNetwork:
         self.options = opts
         self.source = program
         self.resolved = opts.resolve(prepare(program))
+        refuse_phased(self.resolved.scheme)
         # what the workers run (split into one query per aggregate with aggsel "single");
         # they are sent its source and resolve it again, which leaves it as it is
         self.program = self.resolved.program

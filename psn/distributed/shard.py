@@ -131,7 +131,7 @@ class Shard:
         self.guard = opts.memory_guard(share=placement.workers or 1).check
         self.transport = ShardTransport(index, placement, opts.roundtrip)
         self.host = Host(program, resolved.scheme, self.transport, batch=opts.batch,
-                         stages=resolved.stages(program), on_node=on_node,
+                         stages=resolved.stages(program, placement), on_node=on_node,
                          flush_period=resolved.flush_period)
         self.batches_sent = 0
         self.batches_received = 0
