@@ -99,6 +99,7 @@ class Series:
     aggsel: str = "auto"
     delivery: str = "random"
     unsafe: bool = False
+    minship_at: str = "node"
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,8 @@ class Experiment:
     # -- helpers for subclasses --------------------------------------------------------
     def spec(self, cfg: Config, series: Series, rep: int, **kw) -> RunSpec:
         base = dict(annotation=series.annotation, ship=series.ship, aggsel=series.aggsel,
-                    delivery=series.delivery, unsafe=series.unsafe, seed=cfg.seed + rep,
+                    delivery=series.delivery, unsafe=series.unsafe,
+                    minship_at=series.minship_at, seed=cfg.seed + rep,
                     time_budget=cfg.time_budget, memory_budget=cfg.memory_budget,
                     topology_seed=cfg.topology_seed)
         base.update(kw)

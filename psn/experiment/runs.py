@@ -74,7 +74,7 @@ class RunSpec:
         A workload SPEC (:func:`engine.workloads.parse_workload`).
     cost:
         Link cost of ``link/3`` facts (``latency``, ``hops``).
-    annotation, ship, aggsel, delivery, seed, workers, unsafe:
+    annotation, ship, aggsel, delivery, seed, workers, unsafe, minship_at:
         :class:`engine.RunOptions` fields.
     check:
         Compare with ``psn.evaluate`` after ``every`` step, the ``last`` one, or ``none``.
@@ -101,6 +101,7 @@ class RunSpec:
     seed: int = 0
     workers: int | None = None
     unsafe: bool = False
+    minship_at: str = "node"
     check: str = "every"
     time_budget: float = 300.0
     memory_budget: int = 0
@@ -128,7 +129,8 @@ class RunSpec:
         from engine import RunOptions
         return RunOptions(annotation=self.annotation, ship=self.ship, aggsel=self.aggsel,
                           delivery=self.delivery, seed=self.seed, workers=self.workers,
-                          unsafe=self.unsafe, max_memory=self.memory_budget)
+                          unsafe=self.unsafe, max_memory=self.memory_budget,
+                          minship_at=self.minship_at)
 
     def make_topology(self):
         import topologies
