@@ -308,6 +308,39 @@ def test_monotone_difference_keeps_the_unabsorbed_derivations(seed):
     assert ctx.monotone_diff(ctx.var("x1"), ctx.true) == ctx.false
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_monotone_difference_in_one_pass_is_the_closure(seed):
+    """The pass over both BDDs (monotone_diff) equals the upward closure of new & ~old
+    (monotone_diff_closure) on random positive formulas: ORs of up to 12 products over 12
+    variables, old sharing some products and variables with new, constants included."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    pool = [f"x{i}" for i in range(12)] + ["a1.2"]
+    for _ in range(80):
+        new_sets = rand_sets(rng, pool, max_terms=12, max_len=5)
+        old_sets = rand_sets(rng, pool, max_terms=8, max_len=4)
+        if rng.random() < 0.5:
+            old_sets += rng.sample(new_sets, len(new_sets) // 3)
+        new, old = ctx.from_sets(new_sets), ctx.from_sets(old_sets)
+        for n, o in ((new, old), (old, new), (new, ctx.false), (ctx.true, old),
+                     (new, new | old)):
+            assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_disj_pairwise_is_the_or(seed):
+    """disj ORs pairwise: the same function as ORing one operand at a time."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    for k in (0, 1, 2, 3, 7, 16):
+        fs = [rand_monotone(ctx, rng) for _ in range(k)]
+        acc = ctx.false
+        for f in fs:
+            acc = acc | f
+        assert ctx.disj(fs) == acc
+        assert ctx.disj(iter(fs)) == acc
+
+
 # ---------------------------------------------------------------------------------------
 # fast paths (cubes, zeroing by a cube of zeroed variables)
 

@@ -455,3 +455,35 @@ def test_buffer_of_alternatives_behaves_like_their_or(seed):
             assert frozenset(bdd.support(one)) in bdd.minimal_sop(
                 scheme.ship_value(ctx, left[0] if type(left) is Alternatives else left))
             assert one <= want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_formula_absorbed_by_a_buffer_is_implied_by_an_alternative(seed):
+    """A derivation that is not a single one (an OR, as eager MinShip ships) against a
+    buffer of alternatives: absorbed iff it implies one alternative (tested variable by
+    variable for single derivations), as CUDD's Leq says of each alternative's BDD."""
+    from provenance.absorption import as_function
+    from provenance.bdd import var_name
+    rng = random.Random(seed)
+    scheme = AbsorptionScheme(reorder=False)
+    ctx = scheme.context("n", scheme.shared_context())
+    bdd = ctx.bdd
+    pool = [var_name(i) for i in range(8)]
+
+    def cube():
+        return bdd.conj(bdd.var(v) for v in rng.sample(pool, rng.randint(1, 3)))
+
+    for _ in range(80):
+        alts = [tuple(sorted(rng.sample(range(8), rng.randint(1, 3))))
+                for _ in range(rng.randint(2, 5))]
+        if rng.random() < 0.3:
+            alts.append(cube() | cube())            # an alternative that is a formula
+        have = alts[0]
+        for a in alts[1:]:
+            have = scheme.ship_merge(ctx, have, a)
+        core = bdd.cube_function(rng.choice(alts[:-1])) if rng.random() < 0.5 else cube()
+        new = core & (cube() | cube())              # often implies an alternative
+        if bdd.cube_ids(new) is not None:
+            continue
+        want = any(new <= as_function(bdd, h) for h in have.fs)
+        assert scheme.ship_absorbs(ctx, have, new) == want
