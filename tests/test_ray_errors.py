@@ -264,6 +264,7 @@ def test_bug_inside_a_worker_stays_a_traceback(tiny):
 
 def test_ray_errors_context(tiny):
     ray.kill(tiny, no_restart=True)
+    _until_dead(tiny)                   # the kill is asynchronous; from now on calls fail
     with pytest.raises(EvaluationError) as info:
         with ray_errors():
             ray.get(tiny.ping.remote(), timeout=60)
