@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ndlog import ast as A
+from ndlog.rewrite import fresh_name as _fresh
 
 from .analysis import (Plan, Step, mirror_index, plan_rule, query_splits, same_location,
                        show_location)
@@ -73,15 +74,6 @@ def suffix_names(base: str) -> Iterable[str]:
             k, r = divmod(k - 1, 26)
             letters = chr(ord("a") + r) + letters
         yield base + letters
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def _next_rule_name(base: str, taken: set[str]) -> str:

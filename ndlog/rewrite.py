@@ -19,7 +19,7 @@ from typing import Iterator
 from . import ast as A
 
 __all__ = ["lift_atom_expressions", "project_negated_wildcards", "is_expression",
-           "LIFTED_PREFIX", "PROJECTION_SUFFIX"]
+           "fresh_name", "LIFTED_PREFIX", "PROJECTION_SUFFIX"]
 
 #: Fresh variables made by :func:`lift_atom_expressions` are ``_E1``, ``_E2``, ... (a name
 #: the rule does not use already; ``_`` followed by a letter is a named variable).
@@ -175,9 +175,9 @@ def project_negated_wildcards(program: A.Program) -> A.Program:
             key = (atom.pred, kept)
             name = made.get(key)
             if name is None:
-                name = made[key] = _fresh(atom.pred + PROJECTION_SUFFIX, taken_preds)
+                name = made[key] = fresh_name(atom.pred + PROJECTION_SUFFIX, taken_preds)
                 extra.append(_projection_rule(atom, kept, name,
-                                              _fresh(rule.name + PROJECTION_SUFFIX,
+                                              fresh_name(rule.name + PROJECTION_SUFFIX,
                                                      taken_rules)))
             args = tuple(atom.args[i] for i in kept)
             loc = kept.index(atom.loc) if atom.loc is not None else None
@@ -217,7 +217,9 @@ def _projection_rule(atom: A.Atom, kept: tuple[int, ...], name: str,
                   span)
 
 
-def _fresh(base: str, taken: set[str]) -> str:
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken`` (then added to
+    it). The names rewrites give the predicates and rules they make."""
     name, k = base, 1
     while name in taken:
         k += 1
