@@ -46,6 +46,7 @@ from itertools import product
 from ndlog.errors import InputError
 
 from .base import AnnotationBudgetExceeded, AnnotationScheme
+from .multiset import MultisetAlgebra
 
 __all__ = ["DerivationScheme", "DEFAULT_MAX_PER_FACT", "DEFAULT_MAX_TOTAL"]
 
@@ -62,7 +63,7 @@ _EMPTY = frozenset()
 _ONE_OCC = (_EMPTY, _EMPTY)
 
 
-class DerivationScheme(AnnotationScheme):
+class DerivationScheme(MultisetAlgebra, AnnotationScheme):
     """Derivation sets with cycle detection (Nigam et al. 2012, Sec. 5, Fig. 3).
 
     Parameters
@@ -126,34 +127,12 @@ class DerivationScheme(AnnotationScheme):
     def one(self, ctx):
         return {_ONE_OCC: 1}
 
-    def zero(self, ctx):
-        return {}
-
-    def singleton(self, occ):
-        return {occ: 1}
-
-    def join(self, ctx, a, b):
-        out: dict = {}
-        for (s1, h1), n1 in a.items():
-            for (s2, h2), n2 in b.items():
-                k = (s1 | s2, h1 | h2)
-                out[k] = out.get(k, 0) + n1 * n2
-        return out
-
-    def combine(self, ctx, a, b):
-        out = dict(a)
-        for k, n in b.items():
-            out[k] = out.get(k, 0) + n
-        return out
-
-    def is_zero(self, ctx, a):
-        return not any(a.values())
+    def join_key(self, a, b):
+        """Both derivations' fact sets united, and their cycle sets."""
+        return (a[0] | b[0], a[1] | b[1])
 
     def lift(self, ctx, fact, a):
         return {(s | {fact}, h): n for (s, h), n in a.items()}
-
-    def equal(self, ctx, a, b):
-        return {k: n for k, n in a.items() if n} == {k: n for k, n in b.items() if n}
 
     def sample(self, ctx, rng):
         facts = [("p", (i,)) for i in range(5)]

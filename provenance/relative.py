@@ -114,6 +114,7 @@ import msgpack
 from ndlog.errors import EvaluationError
 
 from .base import NO_FIRE, AnnotationScheme
+from .multiset import MultisetAlgebra
 
 __all__ = ["RelativeScheme", "RelativeTraversal", "LazyEdges", "Retraction", "KILL",
            "EMPTY_EDGE", "MAX_ROUNDS"]
@@ -193,7 +194,7 @@ class _NodeState:
         return out
 
 
-class RelativeScheme(AnnotationScheme):
+class RelativeScheme(MultisetAlgebra, AnnotationScheme):
     """Relative provenance: derivation edges, derivability by traversal (see the module doc).
 
     Attributes
@@ -242,35 +243,13 @@ class RelativeScheme(AnnotationScheme):
     def one(self, ctx):
         return {EMPTY_EDGE: 1}
 
-    def zero(self, ctx):
-        return {}
-
-    def singleton(self, elem):
-        return {elem: 1}
-
-    def join(self, ctx, a, b):
-        out: dict = {}
-        for e1, n1 in a.items():
-            for e2, n2 in b.items():
-                k = e1 | e2
-                out[k] = out.get(k, 0) + n1 * n2
-        return out
-
-    def combine(self, ctx, a, b):
-        out = dict(a)
-        for k, n in b.items():
-            out[k] = out.get(k, 0) + n
-        return out
-
-    def is_zero(self, ctx, a):
-        return not any(a.values())
+    def join_key(self, a, b):
+        """The body facts of both edges."""
+        return a | b
 
     def lift(self, ctx, fact, a):
         """A body fact contributes itself, not its own edges (relative provenance)."""
         return {} if self.is_zero(ctx, a) else {frozenset((fact,)): 1}
-
-    def equal(self, ctx, a, b):
-        return {k: n for k, n in a.items() if n} == {k: n for k, n in b.items() if n}
 
     def sample(self, ctx, rng):
         facts = [("p", (i,)) for i in range(5)]
