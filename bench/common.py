@@ -7,7 +7,6 @@ they do not fail; tests never time anything).
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 import time
@@ -17,18 +16,13 @@ __all__ = ["machine", "timer", "print_table", "peak_rss_mb", "print_header"]
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, "
-            f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    """One line: cores, CPU model, memory, Python and the OS (from
+    :func:`psn.experiment.runs.machine_info`, which every experiment records)."""
+    from psn.experiment.runs import machine_info
+    m = machine_info()
+    mem = "? GiB" if m["memory_gib"] is None else f"{m['memory_gib']:.0f} GiB"
+    return (f"{m['cpus']} cores ({m['cpu'] or platform.machine()}), {mem}, "
+            f"Python {m['python']}, {platform.system()} {platform.release()}")
 
 
 @contextmanager
