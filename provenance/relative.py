@@ -656,10 +656,7 @@ class _Walk:
                 self._mark(nid, f)
                 frontier.append((nid, f))
         while frontier:
-            out: dict[tuple, list] = {}
-            for nid, f in frontier:
-                for dst, head in self._derived(nid, f):
-                    out.setdefault((nid, dst), []).append((head, f))
+            out = self._notes(frontier)
             frontier = []
             for (src, dst), notes in self._deliver(out):
                 for head, ante in notes:
@@ -671,6 +668,15 @@ class _Walk:
                     for edge, ants in self.blocked[key].items():
                         if ante in edge:
                             ants.add(ante)
+
+    def _notes(self, frontier) -> dict[tuple, list]:
+        """One wave: ``(sender, head's node) -> [(head, antecedent)]`` for every head a
+        fact of ``frontier`` derives (steps 1 and 2 send the same notes)."""
+        out: dict[tuple, list] = {}
+        for nid, f in frontier:
+            for dst, head in self._derived(nid, f):
+                out.setdefault((nid, dst), []).append((head, f))
+        return out
 
     def _mark(self, nid, fact) -> None:
         stored = self.host.nodes[nid].state.get(fact[0], {}).get(fact[1])
@@ -703,12 +709,9 @@ class _Walk:
                     if any(not ants for ants in edges.values())]
         self.confirmed.update(frontier)
         while frontier:
-            out: dict[tuple, list] = {}
-            for nid, f in frontier:
-                for dst, head in self._derived(nid, f):
-                    # every head derived from a suspect is a suspect; the sender
-                    # cannot know whether it is confirmed already, so it always tells
-                    out.setdefault((nid, dst), []).append((head, f))
+            # every head derived from a suspect is a suspect; the sender cannot know
+            # whether it is confirmed already, so it always tells
+            out = self._notes(frontier)
             frontier = []
             for (src, dst), notes in self._deliver(out):
                 for head, ante in notes:
