@@ -100,3 +100,15 @@ def test_pick_one_and_relation_filter(files, capsys):
                  "one", "--relation", "reachable", "--format", "json"]) == 0
     out = _json(capsys)
     assert list(out["relations"]) == ["reachable"]
+
+
+def test_unknown_relation_is_refused_before_the_run(files, capsys, monkeypatch):
+    import psn.cli.runners as runners
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the run started although --relation names no relation")
+    monkeypatch.setattr(runners, "make_runner", no_run)
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
+                 "--relation", "reachabel"]) == 2
+    err = capsys.readouterr().err
+    assert "no relation named 'reachabel'" in err and "link, reachable" in err

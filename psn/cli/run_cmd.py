@@ -77,6 +77,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     check_engine_options(args, engine)
     if program is None:
         program = load(args.program)
+    _check_relation_names(args, program)
     options = run_options(args, engine)
     topology = _topology(args)
     shapes = {"arities": program.arities(), "locations": program_locations(program)}
@@ -94,6 +95,14 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
                                               for text, pred, tup in wanted])
         finally:
             runner.close()
+
+
+def _check_relation_names(args, program) -> None:
+    """Refuse an unknown ``--relation`` before the run, not after it."""
+    from ndlog.output import select_relations
+    names = getattr(args, "relation", None)
+    if names:
+        select_relations({p: set() for p in program.visible()}, names)
 
 
 def _engine_errors(engine: str):
