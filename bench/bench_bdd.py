@@ -8,10 +8,17 @@ random graphs. "write" is serialize + msgpack.packb in the sender's manager; "re
 msgpack.unpackb + deserialize (ite rebuild) in another manager, either a fresh one (variables
 declared on the fly) or one whose variable order was reversed beforehand.
 
+``--ts100`` measures instead how large the *whole* absorption provenance of reachable gets
+on GT-ITM's ``ts100`` (what eager MinShip must eventually bring every node): a central
+semi-naive fixpoint in one CUDD manager, no engine, no network, for growing fractions of
+the (bidirectional) links, with the variables in link order and with CUDD's sifting on,
+each in a child process stopped at ``--budget`` seconds.
+
 Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic
 (``bench/bench_provenance.py``).
 
-Run: ``python -m bench.bench_bdd [--repeat N]``. Recorded figures: ``bench/RESULTS.md``.
+Run: ``python -m bench.bench_bdd [--repeat N]`` or ``python -m bench.bench_bdd --ts100
+[--budget S]``. Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -66,6 +73,90 @@ def reachable_provenance(ctx: BDDContext, n: int, m: int, seed: int):
     return max(prov.values(), key=lambda f: f.dag_size)
 
 
+def ts100_links(fraction: float, seed: int = 0) -> list[tuple]:
+    """A seeded ``fraction`` of ``ts100``'s bidirectional links, both directions, in
+    (src, dst) order (the order of their variables)."""
+    import topologies
+    links = sorted(topologies.make("ts100", seed=0).facts(2)["link"])
+    pairs = sorted({tuple(sorted(lk)) for lk in links})
+    random.Random(seed).shuffle(pairs)
+    keep = set(pairs[:round(len(pairs) * fraction)])
+    return [lk for lk in links if tuple(sorted(lk)) in keep]
+
+
+def full_provenance(links: list[tuple], reorder: bool, report) -> dict:
+    """The provenance of every reachable tuple over ``links`` by a semi-naive fixpoint in
+    one manager: ``P(s, d) = link(s, d) | OR_z link(s, z) & P(z, d)``; ``report`` gets
+    the figures after every round."""
+    ctx = BDDContext(reorder=reorder, memory_estimate=2**32)
+    var = {lk: ctx.var(var_name(i)) for i, lk in enumerate(links)}
+    into: dict = {}
+    for s, z in links:
+        into.setdefault(z, []).append(s)
+    prov = dict(var)
+    delta = dict(var)
+    t0 = time.perf_counter()
+    rounds = 0
+    while delta:
+        new: dict = {}
+        for (z, d), f in delta.items():
+            for s in into.get(z, ()):
+                if s == d:
+                    continue
+                g = var[(s, z)] & f
+                old = prov.get((s, d), ctx.false)
+                if not g <= old:
+                    prov[(s, d)] = old | g
+                    new[(s, d)] = new.get((s, d), ctx.false) | g
+        delta = new
+        rounds += 1
+        report({"rounds": rounds, "tuples": len(prov),
+                "manager nodes": len(ctx.bdd),   # live nodes
+                "largest": max(f.dag_size for f in prov.values()),
+                "s": round(time.perf_counter() - t0, 1), "finished": not delta})
+    return {}
+
+
+def _ts100_child(fraction: float, reorder: bool, queue) -> None:
+    import warnings
+    warnings.simplefilter("ignore")
+    full_provenance(ts100_links(fraction), reorder, queue.put)
+
+
+def ts100_rows(budget: float) -> list[list]:
+    """One row per (fraction, order): the last round reported within ``budget``."""
+    import multiprocessing as mp
+    import queue as queues
+    rows = []
+    for fraction in (0.5, 0.65, 0.8, 1.0):
+        for reorder in (False, True):
+            q = mp.get_context("fork").Queue()
+            proc = mp.get_context("fork").Process(target=_ts100_child,
+                                                  args=(fraction, reorder, q))
+            t0 = time.perf_counter()
+            proc.start()
+            last = None
+            while True:
+                left = budget - (time.perf_counter() - t0)
+                try:
+                    last = q.get(timeout=max(left, 0.01))
+                except queues.Empty:
+                    break
+                if last["finished"]:
+                    break
+            proc.kill()
+            proc.join()
+            done = bool(last and last["finished"])
+            rows.append([fraction, len(ts100_links(fraction)),
+                         "sifting" if reorder else "link order",
+                         last["rounds"] if last else 0,
+                         last["tuples"] if last else "", last["manager nodes"] if last else "",
+                         last["largest"] if last else "",
+                         last["s"] if done else f"stopped at {budget:g} s"])
+            print(*rows[-1], sep=" | ", flush=True)
+    return rows
+
+
 def measure(label: str, ctx: BDDContext, f, repeat: int) -> list:
     data = ctx.serialize(f)
     packed = msgpack.packb(data)
@@ -93,7 +184,19 @@ def measure(label: str, ctx: BDDContext, f, repeat: int) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--ts100", action="store_true",
+                    help="the whole provenance of reachable on ts100 instead")
+    ap.add_argument("--budget", type=float, default=120.0,
+                    help="--ts100: seconds per fixpoint (default 120)")
     args = ap.parse_args(argv)
+    if args.ts100:
+        print_header("Whole absorption provenance of reachable on ts100, central",
+                     f"python -m bench.bench_bdd --ts100 --budget {args.budget:g}")
+        rows = ts100_rows(args.budget)
+        print_table(["links", "link tuples", "order", "rounds", "tuples", "manager nodes",
+                     "largest BDD", "fixpoint s"], rows)
+        print("# a stopped row gives the last round completed within the budget")
+        return 0
     print_header("Serialized absorption-provenance BDDs: size and write/read time",
                  f"python -m bench.bench_bdd --repeat {args.repeat}")
     rng = random.Random(0)
