@@ -4,12 +4,15 @@ Role: one table, in one process per measurement (so peak memory is that measurem
 of reachable on GT-ITM's ts100 and on a 1,000-node dense transit-stub topology: clingo
 (grounding and solving), networkx (descendants of every node), ``psn.evaluate``, the
 simulator with set semantics and with absorption provenance and lazy MinShip (one worker per
-node, random delivery), and one transit-stub link deletion, incrementally in the simulator
-vs recomputed by ``psn.evaluate``. It prints the ratios the engine is held to and the
-machine.
+node, random delivery), the same absorption run on two local Ray actors (``--engine ray
+--workers 2``; its wall time excludes starting Ray and the actors, its peak memory is the
+driver's only), and one transit-stub link deletion, incrementally in the simulator vs
+recomputed by ``psn.evaluate``. Every row that computes the relation is checked against
+``psn.evaluate``'s (column ``same``). It prints the ratios the engine is held to and the
+machine; with ``--repeat N`` every figure is the range over N runs.
 
-Run: ``python -m bench.bench_peers`` (``--quick``: ts100 only). clingo and networkx come
-with the ``bench`` extra: ``pip install -e ".[bench]"``.
+Run: ``python -m bench.bench_peers [--repeat N]`` (``--quick``: ts100 only). clingo and
+networkx come with the ``bench`` extra: ``pip install -e ".[bench]"``.
 
 Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
@@ -38,7 +41,14 @@ RATIOS = {
     "deletion incremental / psn.evaluate recompute": ("delete_incremental",
                                                       "delete_recompute", (0.5, 0.1)),
     "psn.evaluate / clingo": ("evaluate", "clingo", (1.0, 1.0)),
+    "Ray 2 workers / simulator absorption": ("ray2", "sim_absorption", (1.5, 1.5)),
 }
+
+
+def _digest(rows) -> int:
+    """One number for a relation (its tuples are ints, so hashing is the same in every
+    process): two rows agree when their digests do."""
+    return hash(frozenset(rows))
 
 
 def _topology(name: str):
@@ -96,7 +106,8 @@ def run_evaluate(name: str) -> dict:
     links = _links(_topology(name))
     t0 = time.perf_counter()
     out = psn.evaluate(program, {"link": links})
-    return {"wall": time.perf_counter() - t0, "tuples": len(out["reachable"])}
+    return {"wall": time.perf_counter() - t0, "tuples": len(out["reachable"]),
+            "digest": _digest(out["reachable"])}
 
 
 def run_delete_recompute(name: str) -> dict:
@@ -107,7 +118,8 @@ def run_delete_recompute(name: str) -> dict:
     program = psn.parse(REACH)
     t0 = time.perf_counter()
     out = psn.evaluate(program, {"link": links})
-    return {"wall": time.perf_counter() - t0, "tuples": len(out["reachable"])}
+    return {"wall": time.perf_counter() - t0, "tuples": len(out["reachable"]),
+            "digest": _digest(out["reachable"])}
 
 
 def _simulation(name: str, annotation: str):
@@ -123,8 +135,27 @@ def run_sim(name: str, annotation: str) -> dict:
     links = _links(topo)
     t0 = time.perf_counter()
     sim.step(insert={"link": links})
-    return {"wall": time.perf_counter() - t0,
-            "tuples": len(sim.relations()["reachable"])}
+    wall = time.perf_counter() - t0
+    rows = sim.relations()["reachable"]
+    return {"wall": wall, "tuples": len(rows), "digest": _digest(rows)}
+
+
+def run_ray(name: str, workers: int = 2) -> dict:
+    """Absorption, lazy MinShip, on ``workers`` local Ray actors (nodes placed by hash)."""
+    import psn
+    from psn.distributed import RayNetwork, WorkerPool, start_ray, stop_ray
+    links = _links(_topology(name))
+    start_ray()
+    pool = WorkerPool(workers)
+    try:
+        net = RayNetwork(psn.parse(REACH), annotation="absorption", pool=pool,
+                         workers=workers)
+        net.apply([(1, "link", t) for t in links]).run()
+        rows = net.relations()["reachable"]
+        return {"wall": net.wall_seconds, "tuples": len(rows), "digest": _digest(rows)}
+    finally:
+        pool.close()
+        stop_ray()
 
 
 def run_delete_incremental(name: str) -> dict:
@@ -132,8 +163,9 @@ def run_delete_incremental(name: str) -> dict:
     sim.step(insert={"link": _links(topo)})
     t0 = time.perf_counter()
     sim.step(delete={"link": list(_deleted_link(topo))})
-    return {"wall": time.perf_counter() - t0,
-            "tuples": len(sim.relations()["reachable"])}
+    wall = time.perf_counter() - t0
+    rows = sim.relations()["reachable"]
+    return {"wall": wall, "tuples": len(rows), "digest": _digest(rows)}
 
 
 MEASURES = {
@@ -142,6 +174,7 @@ MEASURES = {
     "evaluate": ("psn.evaluate, insert all", run_evaluate),
     "sim_set": ("simulator, set", lambda n: run_sim(n, "set")),
     "sim_absorption": ("simulator, absorption lazy", lambda n: run_sim(n, "absorption")),
+    "ray2": ("Ray, 2 workers, absorption lazy", run_ray),
     "delete_recompute": ("psn.evaluate recompute after one deletion", run_delete_recompute),
     "delete_incremental": ("simulator absorption, the deletion incrementally",
                            run_delete_incremental),
@@ -156,6 +189,12 @@ def _child(key: str, name: str, queue) -> None:
     queue.put(out)
 
 
+#: The row each measurement's relation must equal (its digest): the insertion rows that
+#: compute reachable, against psn.evaluate; the deletion, against the recomputation.
+CHECKED = {"sim_set": "evaluate", "sim_absorption": "evaluate", "ray2": "evaluate",
+           "delete_incremental": "delete_recompute"}
+
+
 def measure(key: str, name: str) -> dict:
     """One measurement in a forked child (its own peak memory)."""
     ctx = mp.get_context("fork")
@@ -167,38 +206,70 @@ def measure(key: str, name: str) -> dict:
     return out
 
 
+def _span(values: list[float]):
+    """One run's value, or the range ``lo-hi`` of several."""
+    lo, hi = min(values), max(values)
+    if len(values) == 1:
+        return values[0]
+    fmt = (lambda v: f"{v:.3f}") if hi < 1000 else (lambda v: f"{v:,.0f}")
+    return f"{fmt(lo)}-{fmt(hi)}"
+
+
+def _same(runs: list[dict], key: str) -> str:
+    """``yes`` when every run of ``key`` gave the relation of its reference row."""
+    ref = CHECKED.get(key)
+    if ref is None:
+        return ""
+    ok = all(r[key]["digest"] == r[ref]["digest"] for r in runs)
+    return "yes" if ok else "NO"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="ts100 only")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run everything N times and print ranges (default 1)")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the figures")
     args = ap.parse_args(argv)
     names = ["ts100"] if args.quick else ["ts100", "dense1000"]
     print_header("PSN beside its peers: reachable, all links, then one link deletion",
-                 "python -m bench.bench_peers" + (" --quick" if args.quick else ""))
-    results = {n: {k: measure(k, n) for k in MEASURES} for n in names}
-    rows = [[label] + [v for n in names for v in (results[n][k]["wall"],
-                                                  results[n][k]["peak_mib"])]
+                 "python -m bench.bench_peers" + (" --quick" if args.quick else "")
+                 + (f" --repeat {args.repeat}" if args.repeat > 1 else ""))
+    runs = {n: [] for n in names}
+    for i in range(args.repeat):
+        for n in names:
+            runs[n].append({k: measure(k, n) for k in MEASURES})
+            print(f"# run {i + 1} of {args.repeat}, {n}: done", flush=True)
+    rows = [[label] + [v for n in names
+                       for v in (_span([r[k]["wall"] for r in runs[n]]),
+                                 _span([r[k]["peak_mib"] for r in runs[n]]),
+                                 _same(runs[n], k))]
             for k, (label, _) in MEASURES.items()]
-    heads = ["work"] + [h for n in names for h in (f"{n} wall s", f"{n} peak MiB")]
+    heads = ["work"] + [h for n in names
+                        for h in (f"{n} wall s", f"{n} peak MiB", f"{n} same")]
     print_table(heads, rows)
     for n in names:
-        counts = {k: r["tuples"] for k, r in results[n].items()}
+        counts = {k: r["tuples"] for k, r in runs[n][0].items()}
         print(f"# {n}: reachable tuples {counts}")
+    print("# same: the relation equals psn.evaluate's (the deletion: the recomputation's);")
+    print("# Ray: wall time without starting Ray and the actors, peak memory of the driver")
     print()
     ratio_rows = []
     for label, (num, den, targets) in RATIOS.items():
         row = [label]
         for i, n in enumerate(names):
-            row += [results[n][num]["wall"] / results[n][den]["wall"], f"<= {targets[i]}"]
+            row += [_span([r[num]["wall"] / r[den]["wall"] for r in runs[n]]),
+                    f"<= {targets[i]}"]
         ratio_rows.append(row)
-    last = names[-1]
-    ratio_rows.append([f"peak memory, {last} absorption (MiB)",
-                       results[last]["sim_absorption"]["peak_mib"], "<= 1,536"] +
-                      ([] if len(names) == 1 else ["", ""]))
+    row = ["peak memory, absorption (MiB)"]
+    for n in names:
+        row += [_span([r["sim_absorption"]["peak_mib"] for r in runs[n]]),
+                "<= 1,536" if n == "dense1000" else ""]
+    ratio_rows.append(row)
     print_table(["ratio"] + [h for n in names for h in (n, "target")], ratio_rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump(runs, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -438,7 +438,8 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
         _loopback_only()
         ray.init(address="local", num_cpus=num_cpus or LOCAL_CPUS, include_dashboard=False,
                  _node_ip_address="127.0.0.1", log_to_driver=False,
-                 configure_logging=False, object_store_memory=object_store_mb * 2**20)
+                 configure_logging=False, object_store_memory=object_store_mb * 2**20,
+                 _system_config={"worker_niceness": 0})
     _STATE["started"] = True
     _STATE["seconds"] = time.perf_counter() - t0
     return _STATE["seconds"]
