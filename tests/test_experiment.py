@@ -237,3 +237,13 @@ def test_cli_lists_runs_and_rejects(tmp_path, capsys):
                      "--no-progress", "--output", str(out)]) == 0
     assert "fig13:" in capsys.readouterr().out
     assert (out / "report.md").exists() and (out / "fig13-communication.png").exists()
+
+
+def test_unfinished_points_say_which_budget_stopped_them():
+    from psn.experiment.table import Point
+    p = Point("No AggSel", "dense", "", "comm_MB", [], 3, 3,
+              ["memory budget: the run used 4.6 GiB, over its --max-memory of 4.00 GiB",
+               "time budget: over the time budget of 300 s",
+               "memory budget: the run used 4.5 GiB, over its --max-memory of 4.00 GiB"])
+    assert p.stopped_by == "the memory budget in 2, the time budget in 1"
+    assert not p.finished and p.status == "did not finish"

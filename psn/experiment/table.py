@@ -72,6 +72,16 @@ class Point:
         return bool(self.values)
 
     @property
+    def stopped_by(self) -> str:
+        """Why the unfinished repetitions stopped, by budget: ``"the time budget in 3, the
+        memory budget in 7"`` (the part of each reason before its colon)."""
+        counts: dict[str, int] = {}
+        for r in self.reasons:
+            kind = str(r).split(":", 1)[0].strip() or "unknown"
+            counts[kind] = counts.get(kind, 0) + 1
+        return ", ".join(f"the {k} in {n}" for k, n in sorted(counts.items()))
+
+    @property
     def status(self) -> str:
         if not self.n_dnf:
             return "ok"
