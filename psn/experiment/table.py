@@ -39,7 +39,8 @@ class Point:
     """One series' point for one metric: the repetitions' summary.
 
     ``values`` are the finished repetitions' values; ``n_dnf`` counts the repetitions that
-    did not finish (or were refused) at this point; ``reasons`` says why.
+    did not finish (or were refused) at this point; ``reasons`` says why, one per such
+    repetition.
     """
 
     series: str
@@ -126,7 +127,7 @@ class SummaryTable:
                     continue        # a metric this point does not have
                 self.points[(series, x, phase, m)] = Point(
                     series, x, phase, m, ok, len(rs), len(dnf),
-                    sorted({r.get("reason") or r["status"] for r in dnf}))
+                    sorted(r.get("reason") or r["status"] for r in dnf))
 
     def get(self, series: str, x, metric: str, phase: str = "") -> Point | None:
         return self.points.get((series, x, phase, metric))
