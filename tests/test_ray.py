@@ -407,5 +407,5 @@ def test_local_workers_run_at_normal_priority(ray_pool):
     """Ray starts its workers at niceness 15 unless told otherwise: with any other process
     busy on the machine, a 100-node run took 7 s instead of 1 s. The private local runtime
     starts them at the driver's own priority."""
-    for pid, _ in ray_pool.pids:              # ping answers (pid, epoch)
+    for pid, _ in ray.get([a.ping.remote() for a in ray_pool.actors]):   # (pid, epoch)
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
