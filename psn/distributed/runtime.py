@@ -415,7 +415,9 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
     num_cpus:
         CPUs of the local runtime (default :data:`LOCAL_CPUS`; ignored with ``address``).
     object_store_mb:
-        Object store size of the local runtime.
+        Object store size of the local runtime. Its workers run at normal priority
+        (``worker_niceness`` 0): at Ray's default, niceness 15, they got almost no CPU
+        beside any other busy process.
     connect_timeout:
         Seconds allowed for checking a cluster address (see the module docstring).
         An address is checked even when Ray is already up, so a bad one always fails.

@@ -596,9 +596,11 @@ class ScalingInsertions(Experiment):
             return Claim(self.figure, claim, NOT_TESTED, "no such points")
         eager_dnf = not eager.finished or eager.n_dnf > 0
         lazy_fast = lazy.finished and lazy.mean < 5.0
-        got = (f"{x} link tuples ({nodes} nodes): Eager Dense "
-               f"{'did not finish (stopped by ' + eager.stopped_by + ')' if not eager.finished else fmt(eager.mean) + ' s'}"
-               f"{f' ({eager.n_dnf} of {eager.n_runs} did not finish)' if eager.finished and eager.n_dnf else ''}; "
+        eager_got = (f"did not finish (stopped by {eager.stopped_by})" if not eager.finished
+                     else fmt(eager.mean) + " s" + (
+                         f" ({eager.n_dnf} of {eager.n_runs} did not finish)"
+                         if eager.n_dnf else ""))
+        got = (f"{x} link tuples ({nodes} nodes): Eager Dense {eager_got}; "
                f"Lazy Dense {fmt(lazy.mean) if lazy.finished else 'did not finish'} s wall "
                f"(this run's budget: {fmt(cfg.time_budget)} s per run, the paper's: 300 s)")
         return Claim(self.figure, claim, verdict(eager_dnf + lazy_fast, 2), got)
@@ -888,8 +890,9 @@ class AggSel(Experiment):
                          REPRODUCED if dnf else (PARTIAL if off and off.n_dnf else
                                                  NOT_REPRODUCED if off else NOT_TESTED),
                          (f"No AggSel on the dense network: did not finish within its "
-                          f"budget ({fmt(cfg.time_budget)} s, {fmt(cfg.memory_budget / 2**30)} GiB) in "
-                          f"{off.n_dnf} of {off.n_runs} runs, stopped by {off.stopped_by}"
+                          f"budget ({fmt(cfg.time_budget)} s, "
+                          f"{fmt(cfg.memory_budget / 2**30)} GiB) in {off.n_dnf} of "
+                          f"{off.n_runs} runs, stopped by {off.stopped_by}"
                           + (f" (finished ones: {fmt(off.mean)} MB)" if off.finished else "")
                           if off else "no run")))
         gains = {}
