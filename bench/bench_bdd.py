@@ -84,7 +84,7 @@ def ts100_links(fraction: float, seed: int = 0) -> list[tuple]:
     return [lk for lk in links if tuple(sorted(lk)) in keep]
 
 
-def full_provenance(links: list[tuple], reorder: bool, report) -> dict:
+def full_provenance(links: list[tuple], reorder: bool, report) -> None:
     """The provenance of every reachable tuple over ``links`` by a semi-naive fixpoint in
     one manager: ``P(s, d) = link(s, d) | OR_z link(s, z) & P(z, d)``; ``report`` gets
     the figures after every round."""
@@ -114,7 +114,6 @@ def full_provenance(links: list[tuple], reorder: bool, report) -> dict:
                 "manager nodes": len(ctx.bdd),   # live nodes
                 "largest": max(f.dag_size for f in prov.values()),
                 "s": round(time.perf_counter() - t0, 1), "finished": not delta})
-    return {}
 
 
 def _ts100_child(fraction: float, reorder: bool, queue) -> None:
@@ -130,9 +129,9 @@ def ts100_rows(budget: float) -> list[list]:
     rows = []
     for fraction in (0.5, 0.65, 0.8, 1.0):
         for reorder in (False, True):
-            q = mp.get_context("fork").Queue()
-            proc = mp.get_context("fork").Process(target=_ts100_child,
-                                                  args=(fraction, reorder, q))
+            fork = mp.get_context("fork")
+            q = fork.Queue()
+            proc = fork.Process(target=_ts100_child, args=(fraction, reorder, q))
             t0 = time.perf_counter()
             proc.start()
             last = None
