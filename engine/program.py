@@ -190,23 +190,26 @@ _PREPARED: dict = {}
 def prepare(program: A.Program) -> EngineProgram:
     """Localize (if needed) and split aggregates; see the module docstring.
 
-    The result is memoized per program (the last 32 programs), so that many networks on one
-    program share its localization and compiled join plans.
+    The result is memoized per program and file (the last 32), so that many networks on
+    one program share its localization and compiled join plans. The file is part of the key
+    because programs compare equal without their positions: two files with the same text
+    must not share rules whose spans, and so whose error messages, name the other file.
 
     Raises
     ------
     LocalizationError
         If a rule cannot be localized.
     """
+    key = (program, program.filename, program.source)
     try:
-        hit = _PREPARED.get(program)
+        hit = _PREPARED.get(key)
     except TypeError:  # pragma: no cover - unhashable values in a hand-built AST
         return _prepare(program)
     if hit is None:
         hit = _prepare(program)
         if len(_PREPARED) >= 32:
             _PREPARED.pop(next(iter(_PREPARED)))
-        _PREPARED[program] = hit
+        _PREPARED[key] = hit
     return hit
 
 

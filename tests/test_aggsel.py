@@ -324,3 +324,15 @@ def test_zz_schedule_count():
     if SCHEDULES["count"] == 0:
         pytest.skip("property tests deselected")
     assert SCHEDULES["count"] >= 6 * PER_CASE
+
+
+def test_two_files_with_the_same_program_each_name_their_own_file(tmp_path):
+    """Programs compare equal without their positions; the engine's memo of prepared
+    programs must still give each file's errors that file's name."""
+    text = (ROOT / "examples" / "shortest_path.ndl").read_text()
+    for name in ("one.ndl", "two.ndl"):
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(EvaluationError) as got:
+            Network(psn.load(path), {"link": NEGATIVE}, aggsel="multi", seed=2).run()
+        assert got.value.render().startswith(str(path) + ":")
