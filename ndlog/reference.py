@@ -37,6 +37,7 @@ localization, and primary-key replacement of *derived* tuples (keys apply to bas
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
 from ndlog import ast as A
@@ -104,7 +105,7 @@ def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation])
 
     Returns ``step(env, emit)`` and the updated bound set.
     """
-    key_pos, key_fns, binds, checks = [], [], [], []
+    key_pos, key_terms, binds, checks = [], [], [], []
     first_at: dict[str, int] = {}
     for i, t in enumerate(atom.args):
         if isinstance(t, A.Var) and t.anonymous:
@@ -117,17 +118,18 @@ def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation])
                 binds.append((t.name, i))
         elif _term_ready(t, bound):
             key_pos.append(i)
-            key_fns.append(compile_term(t))
+            key_terms.append(t)
         else:
             raise NDlogSemanticError(
                 f"argument {i + 1} of '{atom.pred}' is an expression over unbound variables",
                 atom.span)
     pred, positions, arity = atom.pred, tuple(key_pos), atom.arity
+    key_of = _tuple_fn(key_terms)
 
     def step(env: Env, emit: Emit) -> None:
         rel = source(pred)
         if positions:
-            cands = rel.lookup(positions, tuple(f(env) for f in key_fns))
+            cands = rel.lookup(positions, key_of(env))
         else:
             cands = rel.tuples
         for t in tuple(cands):
@@ -463,9 +465,22 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     return out
 
 
-def _head_fn(rule: A.Rule):
-    fns = [compile_term(t) for t in rule.head.args]
+def _tuple_fn(terms) -> Callable[[Env], tuple]:
+    """``env -> tuple of the terms' values``; a plain ``itemgetter`` when every term is a
+    variable (the common head and join key: a third of the time of reachable at 300
+    nodes went to building them one term at a time)."""
+    if terms and all(isinstance(t, A.Var) and not t.anonymous for t in terms):
+        names = [t.name for t in terms]
+        if len(names) == 1:
+            name = names[0]
+            return lambda env: (env[name],)
+        return itemgetter(*names)
+    fns = [compile_term(t) for t in terms]
     return lambda env: tuple(f(env) for f in fns)
+
+
+def _head_fn(rule: A.Rule):
+    return _tuple_fn(rule.head.args)
 
 
 def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
