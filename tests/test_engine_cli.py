@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,12 +104,23 @@ def test_pick_one_and_relation_filter(files, capsys):
 
 
 def test_unknown_relation_is_refused_before_the_run(files, capsys, monkeypatch):
-    import psn.cli.runners as runners
+    import psn.cli.run_cmd as run_cmd
 
     def no_run(*args, **kwargs):
         raise AssertionError("the run started although --relation names no relation")
-    monkeypatch.setattr(runners, "make_runner", no_run)
+    monkeypatch.setattr(run_cmd, "_run_steps", no_run)
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
                  "--relation", "reachabel"]) == 2
     err = capsys.readouterr().err
     assert "no relation named 'reachabel'" in err and "link, reachable" in err
+
+
+def test_relation_of_one_query_per_aggregate_is_known_before_the_run(capsys):
+    """With --aggsel single each aggregate has its own query, whose relations
+    (path_minHops) a user may ask for by name."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl"
+    assert main(["run", str(example), "--topology", "ring",
+                 "--aggsel", "single", "--relation", "path_minHops",
+                 "--format", "json"]) == 0
+    out = _json(capsys)
+    assert list(out["relations"]) == ["path_minHops"] and out["relations"]["path_minHops"]

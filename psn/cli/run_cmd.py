@@ -77,7 +77,6 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     check_engine_options(args, engine)
     if program is None:
         program = load(args.program)
-    _check_relation_names(args, program)
     options = run_options(args, engine)
     topology = _topology(args)
     shapes = {"arities": program.arities(), "locations": program_locations(program)}
@@ -88,6 +87,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     with _engine_errors(engine):
         runner = make_runner(engine, program, options, args, topology)
         try:
+            _check_relation_names(args, runner)
             _check_why_supported(runner, wanted)
             rows = _run_steps(args, runner, program, topology, facts, bursts)
             return Outcome(runner.describe(), rows, runner.relations(), runner.base_facts(),
@@ -97,12 +97,12 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
             runner.close()
 
 
-def _check_relation_names(args, program) -> None:
+def _check_relation_names(args, runner) -> None:
     """Refuse an unknown ``--relation`` before the run, not after it."""
     from ndlog.output import select_relations
     names = getattr(args, "relation", None)
     if names:
-        select_relations({p: set() for p in program.visible()}, names)
+        select_relations(dict.fromkeys(runner.relation_names(), set()), names)
 
 
 def _engine_errors(engine: str):

@@ -70,6 +70,11 @@ class Runner:
     def relations(self) -> dict[str, set[tuple]]:
         return self.net.relations()
 
+    def relation_names(self) -> set[str]:
+        """The relations :meth:`relations` will return, known before anything runs (with
+        ``--aggsel single`` they include each query's copies, such as ``path_minHops``)."""
+        return self.net.relation_names()
+
     def why(self, pred: str, tup: tuple) -> str:
         return self.net.why(pred, tup)
 

@@ -413,14 +413,18 @@ class RayNetwork:
                 self.run()
 
     # -- reading -------------------------------------------------------------------------
+    def relation_names(self, hidden: bool = False) -> set[str]:
+        """The relations :meth:`relations` returns (as :meth:`engine.Network.relation_names`;
+        asks no worker)."""
+        preds = set(self.program.visible) | self.injector.ledger.preds
+        if hidden:
+            return preds | set(self.program.predicates)
+        return preds - (set(self.program.hidden) | set(self.source.hidden))
+
     def relations(self, hidden: bool = False) -> dict[str, set[tuple]]:
         """Result relations, the union over all workers (same keys as
         :meth:`engine.Network.relations`)."""
-        preds = set(self.program.visible) | self.injector.ledger.preds
-        if hidden:
-            preds |= set(self.program.predicates)
-        else:
-            preds -= set(self.program.hidden) | set(self.source.hidden)
+        preds = self.relation_names(hidden)
         out: dict[str, set[tuple]] = {p: set() for p in preds}
         for part in self._gather("relations", sorted(preds)):
             for p, tuples in part.items():
