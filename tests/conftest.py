@@ -15,3 +15,13 @@ def spark():
     """
     from psn.batch.session import get_session
     return get_session("local[2]")
+
+
+# -- Liu et al. 2009, Fig. 5: reachable on four links, then link(c, b) deleted -----------------
+@pytest.fixture
+def fig5_files(tmp_path):
+    """``f.ndl``: the four links of Liu Fig. 5; ``b.ndl``: the burst deleting link(c, b)
+    (the CLI tests of the baselines run it)."""
+    (tmp_path / "f.ndl").write_text("link(@a, b). link(@b, c). link(@c, a). link(@c, b).\n")
+    (tmp_path / "b.ndl").write_text("-link(@c, b).\n")
+    return tmp_path

@@ -228,16 +228,10 @@ def test_refusals_name_the_fix():
     assert "--engine sim" in exc.value.hint
 
 
-@pytest.fixture
-def files(tmp_path):
-    (tmp_path / "f.ndl").write_text("link(@a, b). link(@b, c). link(@c, a). link(@c, b).\n")
-    (tmp_path / "b.ndl").write_text("-link(@c, b).\n")
-    return tmp_path
 
-
-def test_cli_runs_dred_and_refuses_it_on_ray(files, capsys):
-    argv = ["run", "examples/reachable.ndl", "--facts", str(files / "f.ndl"),
-            "--burst", str(files / "b.ndl"), "--annotation", "dred",
+def test_cli_runs_dred_and_refuses_it_on_ray(fig5_files, capsys):
+    argv = ["run", "examples/reachable.ndl", "--facts", str(fig5_files / "f.ndl"),
+            "--burst", str(fig5_files / "b.ndl"), "--annotation", "dred",
             "--delivery", "adversarial", "--check", "--format", "json"]
     assert main(argv) == 0
     import json
@@ -245,7 +239,7 @@ def test_cli_runs_dred_and_refuses_it_on_ray(files, capsys):
     assert out["run"]["annotation"] == "dred"
     assert out["metrics"]["barrier_messages"] == 8
     assert out["metrics"]["overdelete_tuples"] == 13
-    assert main(["run", "examples/reachable.ndl", "--facts", str(files / "f.ndl"),
+    assert main(["run", "examples/reachable.ndl", "--facts", str(fig5_files / "f.ndl"),
                  "--annotation", "dred", "--engine", "ray", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "--engine ray does not run" in err and "--engine sim" in err

@@ -231,26 +231,20 @@ def test_refusals_name_the_fix():
     assert "--engine sim" in exc.value.hint
 
 
-@pytest.fixture
-def files(tmp_path):
-    (tmp_path / "f.ndl").write_text("link(@a, b). link(@b, c). link(@c, a). link(@c, b).\n")
-    (tmp_path / "b.ndl").write_text("-link(@c, b).\n")
-    return tmp_path
 
-
-def test_cli_runs_relative_eager_and_lazy_and_refuses_it_on_ray(files, capsys):
-    argv = ["run", "examples/reachable.ndl", "--facts", str(files / "f.ndl"),
-            "--burst", str(files / "b.ndl"), "--annotation", "relative",
+def test_cli_runs_relative_eager_and_lazy_and_refuses_it_on_ray(fig5_files, capsys):
+    argv = ["run", "examples/reachable.ndl", "--facts", str(fig5_files / "f.ndl"),
+            "--burst", str(fig5_files / "b.ndl"), "--annotation", "relative",
             "--delivery", "adversarial", "--check", "--format", "json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["run"]["annotation"] == "relative"
     assert out["metrics"]["traversal_messages"] == 12
     assert len(out["relations"]["reachable"]) == 9
-    base = ["run", "examples/reachable.ndl", "--facts", str(files / "f.ndl"),
+    base = ["run", "examples/reachable.ndl", "--facts", str(fig5_files / "f.ndl"),
             "--annotation", "relative"]
     assert main(base + ["--engine", "ray", "--workers", "2"]) == 2
     err = capsys.readouterr().err
     assert "--engine ray does not run" in err and "Traceback" not in err
-    assert main(base + ["--burst", str(files / "b.ndl"), "--ship", "lazy", "--check"]) == 0
+    assert main(base + ["--burst", str(fig5_files / "b.ndl"), "--ship", "lazy", "--check"]) == 0
     assert "reachable (9 tuples)" in capsys.readouterr().out
