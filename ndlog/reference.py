@@ -5,7 +5,9 @@ aggregate selection.
 Role: the oracle every incremental and distributed path is checked against. It is kept
 simple enough to trust: plain Python sets, hash indexes built on demand, one join plan per
 (rule, delta position), no incremental maintenance, no location semantics (the ``@`` only
-names an argument). Fast enough for the reference programs on a few hundred nodes.
+names an argument). The one concession to speed: where a plan ends with an atom and the
+head is all variables, that last atom yields the head tuples of its matches in bulk
+(``zip``/``map`` in C) instead of one assignment dict per match.
 
 Negation (``not q(...)``) is stratified: the strata of :func:`ndlog.analysis.strata` put a
 negated relation in an earlier stratum than every rule that reads it, so it is complete when
@@ -37,6 +39,7 @@ localization, and primary-key replacement of *derived* tuples (keys apply to bas
 
 from __future__ import annotations
 
+from itertools import repeat
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
@@ -126,18 +129,29 @@ def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation])
     pred, positions, arity = atom.pred, tuple(key_pos), atom.arity
     key_of = _tuple_fn(key_terms)
 
-    def step(env: Env, emit: Emit) -> None:
+    def candidates(env: Env):
         rel = source(pred)
-        if positions:
-            cands = rel.lookup(positions, key_of(env))
-        else:
-            cands = rel.tuples
-        for t in tuple(cands):
+        return tuple(rel.lookup(positions, key_of(env)) if positions else rel.tuples)
+
+    if len(binds) == 1 and not checks:
+        # the common case (one new variable, no repeated one): no loop over ``binds``
+        (name, i), = binds
+
+        def step(env: Env, emit: Emit) -> None:
+            for t in candidates(env):
+                if len(t) == arity:
+                    e = env.copy()
+                    e[name] = t[i]
+                    emit(e)
+        return step, bound | set(first_at)
+
+    def step(env: Env, emit: Emit) -> None:
+        for t in candidates(env):
             if len(t) != arity:
                 continue
             if checks and any(t[a] != t[b] for a, b in checks):
                 continue
-            e = dict(env)
+            e = env.copy()
             for name, i in binds:
                 e[name] = t[i]
             emit(e)
@@ -194,7 +208,8 @@ def _bind_step(name: str, fn):
     return bind
 
 
-def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Callable]):
+def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Callable],
+                 project: bool = False):
     """Order a rule body into steps and chain them.
 
     Parameters
@@ -205,11 +220,17 @@ def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Ca
         Index into ``rule.body`` of the atom to start with (the delta atom), or None.
     source_for:
         ``body index -> (pred -> Relation)``: where each atom reads its tuples.
+    project:
+        Emit head tuples instead of assignments where the plan allows it (see Returns).
 
     Returns
     -------
     callable
         ``run(emit)`` calling ``emit(env)`` once per satisfying assignment (with repeats).
+        With ``project``, when the plan ends with an atom and the head's arguments are all
+        variables, ``run.projects`` is true and ``emit`` is called instead with an iterable
+        of head tuples, one per satisfying assignment, computed without an assignment dict
+        per tuple (:func:`_atom_project`); otherwise ``run.projects`` is false.
     """
     remaining = list(range(len(rule.body)))
     steps = []
@@ -241,9 +262,14 @@ def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Ca
                     lit.span)
             break
         best = max(atoms, key=lambda i: (_bound_count(rule.body[i], bound), -i))
+        remaining.remove(best)
+        last = _atom_project(rule.body[best], bound, source_for(best), rule.head) \
+            if project and not remaining else None
+        if last is not None:
+            steps.append(last)
+            return _chain(steps, projects=True)
         step, bound = _atom_step(rule.body[best], bound, source_for(best))
         steps.append(step)
-        remaining.remove(best)
     return _chain(steps)
 
 
@@ -253,7 +279,7 @@ def _bound_count(atom: A.Atom, bound: set[str]) -> int:
                and _term_ready(t, bound))
 
 
-def _chain(steps):
+def _chain(steps, projects: bool = False):
     def run(emit: Emit) -> None:
         def at(i: int):
             if i == len(steps):
@@ -262,7 +288,55 @@ def _chain(steps):
             step = steps[i]
             return lambda env: step(env, nxt)
         at(0)({})
+    run.projects = projects
     return run
+
+
+def _atom_project(atom: A.Atom, bound: set[str], source: Callable[[str], Relation],
+                  head: A.Atom):
+    """The last atom of a plan, emitting head tuples directly: ``step(env, emit)`` calls
+    ``emit`` once per assignment ``env`` with an iterator of the head tuples of every
+    matching tuple ``t`` (a ``zip`` of the head's columns: ``t``'s items, or ``env``'s value
+    repeated), so no assignment dict is built per match.
+
+    Returns None where this does not apply: a head argument that is not a variable, a
+    variable repeated in ``atom`` (a test between two of its arguments), or no head
+    argument bound by ``atom``.
+    """
+    if not head.args or not all(isinstance(t, A.Var) and not t.anonymous
+                                for t in head.args):
+        return None
+    key_pos, key_terms, at = [], [], {}
+    for i, t in enumerate(atom.args):
+        if isinstance(t, A.Var) and t.anonymous:
+            continue
+        if isinstance(t, A.Var) and t.name not in bound:
+            if t.name in at:
+                return None
+            at[t.name] = i
+        elif _term_ready(t, bound):
+            key_pos.append(i)
+            key_terms.append(t)
+        else:
+            return None         # _atom_step raises the error
+    from_env = list(dict.fromkeys(v.name for v in head.args if v.name not in at))
+    if not all(n in bound for n in from_env):
+        return None
+    if not any(v.name in at for v in head.args):
+        return None             # zip needs one column that ends with the matches
+    # unlike _atom_step, no test of each match's arity: the static checks give every use
+    # of a predicate one arity, and base_facts rejects facts of another
+    columns = [(itemgetter(at[v.name]), None) if v.name in at else (None, v.name)
+               for v in head.args]
+    pred, positions, key_of = atom.pred, tuple(key_pos), _tuple_fn(key_terms)
+
+    def step(env: Env, emit) -> None:
+        rel = source(pred)
+        cands = rel.lookup(positions, key_of(env)) if positions else rel.tuples
+        # the columns of t iterate the same unchanged set, so they stay aligned
+        emit(zip(*[map(item, cands) if item else repeat(env[name])
+                   for item, name in columns]))
+    return step
 
 
 # ---------------------------------------------------------------------------------------
@@ -509,28 +583,29 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
             t = head(env)
             if t not in target.tuples:
                 bucket.add(t)
+
         try:
-            run(emit)
+            run(bucket.update if run.projects else emit)
         except RecursionError:
             raise _too_deep(r) from None
 
     for r in plain:
         if not any(a.pred in comp for a in r.body_atoms):
-            derive(r, compile_body(r, None, lambda i: rel))
+            derive(r, compile_body(r, None, lambda i: rel, project=r.head.pred not in specs))
     for sel_pred, sel in selections.items():
         existing = set(rel(sel_pred).tuples)
         for t in existing:
             rel(sel_pred).discard(t)
         delta[sel_pred] = sel.offer(rel(sel_pred), existing)
     delta = _merge(pending, rel, selections, delta)
-    plans = _delta_plans(plain, comp, rel, delta)
+    plans = _delta_plans(plain, comp, rel, delta, selections)
     while any(delta.values()):
         pending = {}
         for r, run, pred in plans:
             if delta.get(pred):
                 derive(r, run)
         delta = _merge(pending, rel, selections, None)
-        plans = _delta_plans(plain, comp, rel, delta)
+        plans = _delta_plans(plain, comp, rel, delta, selections)
 
 
 def _too_deep(rule: A.Rule) -> EvaluationError:
@@ -540,17 +615,21 @@ def _too_deep(rule: A.Rule) -> EvaluationError:
         hint="bound the recursion that builds the nested lists")
 
 
-def _delta_plans(rules, comp, rel, delta):
-    """One join plan per (rule, body atom of this stratum), reading ``delta`` there."""
+def _delta_plans(rules, comp, rel, delta, selections):
+    """One join plan per (rule, body atom of this stratum), reading ``delta`` there; plans
+    emit head tuples where they can, except under aggregate selection (whose monotonicity
+    guard reads the assignment)."""
     plans = []
     for r in rules:
+        project = r.head.pred not in selections
         for i, lit in enumerate(r.body):
             if isinstance(lit, A.Atom) and lit.pred in comp:
                 d = Relation(delta.get(lit.pred, ()))
 
                 def source_for(j: int, i=i, d=d):
                     return (lambda p: d) if j == i else rel
-                plans.append((r, compile_body(r, i, source_for), lit.pred))
+                plans.append((r, compile_body(r, i, source_for, project=project),
+                              lit.pred))
     return plans
 
 
@@ -563,6 +642,8 @@ def _merge(pending, rel, selections, delta):
             survivors = selections[pred].offer(target, tuples)
             nxt[pred] = (nxt.get(pred, set()) | survivors) & target.tuples
         else:
-            new = {t for t in tuples if target.add(t)}
+            new = tuples - target.tuples
+            for t in new:
+                target.add(t)
             nxt[pred] = nxt.get(pred, set()) | new
     return nxt
