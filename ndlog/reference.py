@@ -73,6 +73,13 @@ class Relation:
             index.setdefault(tuple(t[p] for p in positions), set()).add(t)
         return True
 
+    def add_new(self, ts: set[tuple]) -> None:
+        """Add the tuples of ``ts``, none of which is in the relation yet."""
+        self.tuples |= ts
+        for positions, index in self._indexes.items():
+            for t in ts:
+                index.setdefault(tuple(t[p] for p in positions), set()).add(t)
+
     def discard(self, t: tuple) -> None:
         if t not in self.tuples:
             return
@@ -329,6 +336,17 @@ def _atom_project(atom: A.Atom, bound: set[str], source: Callable[[str], Relatio
     columns = [(itemgetter(at[v.name]), None) if v.name in at else (None, v.name)
                for v in head.args]
     pred, positions, key_of = atom.pred, tuple(key_pos), _tuple_fn(key_terms)
+
+    if len(columns) == 2 and positions:
+        # the usual binary head, one column from the match and one from env (or both
+        # from the match): the same as below without a list per call
+        (item0, name0), (item1, name1) = columns
+
+        def step2(env: Env, emit) -> None:
+            cands = source(pred).lookup(positions, key_of(env))
+            emit(zip(map(item0, cands) if item0 else repeat(env[name0]),
+                     map(item1, cands) if item1 else repeat(env[name1])))
+        return step2
 
     def step(env: Env, emit) -> None:
         rel = source(pred)
@@ -643,7 +661,6 @@ def _merge(pending, rel, selections, delta):
             nxt[pred] = (nxt.get(pred, set()) | survivors) & target.tuples
         else:
             new = tuples - target.tuples
-            for t in new:
-                target.add(t)
+            target.add_new(new)
             nxt[pred] = nxt.get(pred, set()) | new
     return nxt
