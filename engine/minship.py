@@ -258,7 +258,9 @@ class MinShip:
         #: ``(dst, pred) -> {tup: record}``: a record is ``S`` itself while ``H`` is ``S``
         #: (nothing buffered, the common case), else a :class:`Record` (see :meth:`record`)
         self.records: dict[tuple, dict] = {}
-        self.dirty: dict[tuple, None] = {}      # (dst, pred, tup) of records with a buffer
+        #: ``(dst, pred, tup)`` of the records with a buffer, for eager's flush (lazy never
+        #: flushes, so it keeps none: a tenth of the records have a buffer)
+        self.dirty: dict[tuple, None] = {}
         self.groups: dict[tuple, dict] = {}     # (dst, pred, group key) -> {tup: None}
         self.pending = 0
         self.shipped_insertions = 0
@@ -309,11 +311,8 @@ class MinShip:
                 first = one(ctx, ann)           # lazy: ship one derivation at once
                 res.append(item if first is upd[3] else (dst, (1, pred, tup, first)))
                 shipped += 1
-                if first is ann or scheme.equal(ctx, first, ann):
-                    table[tup] = first
-                else:
-                    table[tup] = Record(first, ann)
-                    dirty[(dst, pred, tup)] = None
+                table[tup] = first if first is ann or scheme.equal(ctx, first, ann) \
+                    else Record(first, ann)
                 continue
             if type(rec) is Record:
                 if rec.s is None:               # held by aggregate selection
@@ -342,7 +341,8 @@ class MinShip:
                     rec.h = h_
                 else:
                     table[tup] = Record(s_, h_)
-                dirty[(dst, pred, tup)] = None
+                if not lazy:
+                    dirty[(dst, pred, tup)] = None
                 buffered += 1
         self.shipped_insertions += shipped
         self.absorbed += absorbed
@@ -476,7 +476,7 @@ class MinShip:
                 table[tup] = first
             else:
                 table[tup] = Record(first, ann)
-                self.dirty[(dst, pred, tup)] = None
+                self._mark(dst, pred, tup)
             return
         if scheme.ship_absorbs(ctx, rec.h, ann):  # held: accumulate, still not shipped
             self.absorbed += 1
@@ -535,6 +535,11 @@ class MinShip:
         else:
             table[tup] = Record(new_s, have)
 
+    def _mark(self, dst, pred, tup) -> None:
+        """Note a record with a buffer for eager's flush (lazy keeps no such list)."""
+        if self.mode == "eager":
+            self.dirty[(dst, pred, tup)] = None
+
     def _forget(self, table: dict, dst, pred, tup, touched: dict) -> None:
         del table[tup]
         if not table:
@@ -571,7 +576,7 @@ class MinShip:
                     table[tup] = first
                 else:
                     rec.s, rec.h = first, have
-                    self.dirty[(dst, pred, tup)] = None
+                    self._mark(dst, pred, tup)
 
     # -- reading ---------------------------------------------------------------------------
     def unshipped_keys(self) -> list[tuple]:

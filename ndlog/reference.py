@@ -5,9 +5,10 @@ aggregate selection.
 Role: the oracle every incremental and distributed path is checked against. It is kept
 simple enough to trust: plain Python sets, hash indexes built on demand, one join plan per
 (rule, delta position), no incremental maintenance, no location semantics (the ``@`` only
-names an argument). The one concession to speed: where a plan ends with an atom and the
-head is all variables, that last atom yields the head tuples of its matches in bulk
-(``zip``/``map`` in C) instead of one assignment dict per match.
+names an argument). One concession to speed: where a plan ends with an atom and the head
+is all variables, that last atom yields the head tuples of its matches in bulk
+(``zip``/``map`` in C) instead of one assignment dict per match, and a round's derivations
+are filtered against their relation once, when the round is merged.
 
 Negation (``not q(...)``) is stratified: the strata of :func:`ndlog.analysis.strata` put a
 negated relation in an earlier stratum than every rule that reads it, so it is complete when

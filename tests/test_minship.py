@@ -29,7 +29,7 @@ import pytest
 import psn
 from graphs import random_links
 from engine import Network
-from engine.minship import MinShip, parse_ship, stage_of
+from engine.minship import MinShip, Record, parse_ship, stage_of
 from engine.node import EVERY_FACT
 from ndlog.errors import InputError
 from engine.transport import Placement
@@ -272,6 +272,36 @@ def test_fig2_deleting_link_c_b(ship, delivery):
     assert sent <= mentioned + 1 < before        # the base deletion plus at most one each
     for t, sets in provenance_of(net).items():
         assert all("x4" not in s for s in sets), t
+
+
+@pytest.mark.parametrize("ship", ["lazy", "eager"])
+def test_records_are_compact(ship):
+    """A record with nothing buffered is its shipped provenance alone; a Record object
+    only where H differs from S; no empty table is left once deletions forget records;
+    record() reads (S, H) either way; lazy keeps no list of records with a buffer."""
+    rng = random.Random(11)
+    nodes, edges = (14, 40) if ship == "lazy" else (8, 16)     # eager grows fast
+    links = [(a, b) for a, b, _ in random_links(nodes, edges, rng)]
+    net = Network(REACH, {"link": links}, annotation=AbsorptionScheme(), ship=ship,
+                  delivery="random", seed=2).run()
+    for lk in links[:6]:
+        net.delete("link", lk).run()
+    assert net.relations() == psn.evaluate(REACH, {"link": links[6:]})
+    bare = objects = 0
+    for nid, node in net.nodes.items():
+        stage = stage_of(node)
+        for (dst, pred), table in stage.records.items():
+            assert table, (nid, dst, pred)
+            for tup, rec in table.items():
+                s, h = stage.record(dst, pred, tup)
+                if type(rec) is Record:
+                    objects += 1
+                    assert (s, h) == (rec.s, rec.h) and h is not s
+                else:
+                    bare += 1
+                    assert s is rec and h is rec
+        assert ship == "eager" or not stage.dirty     # only eager's flush reads it
+    assert bare > objects > 0 if ship == "lazy" else bare > 0
 
 
 def test_lazy_sends_the_alternative_before_the_deletion():
