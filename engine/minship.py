@@ -124,8 +124,8 @@ from typing import NamedTuple
 from ndlog.errors import InputError
 from .node import EVERY_FACT
 
-__all__ = ["MinShip", "ShipMode", "parse_ship", "install", "node_stages", "stage_of",
-           "DEFAULT_WINDOW", "supports", "AT"]
+__all__ = ["MinShip", "Record", "ShipMode", "parse_ship", "install", "node_stages",
+           "stage_of", "DEFAULT_WINDOW", "supports", "AT"]
 
 #: Default eager window: buffered alternatives per stage between two flushes.
 DEFAULT_WINDOW = 100
