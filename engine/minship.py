@@ -223,6 +223,22 @@ class Record:
         self.h = h
 
 
+def _pair(rec) -> tuple:
+    """A stored record as ``(S, H)``."""
+    return (rec.s, rec.h) if type(rec) is Record else (rec, rec)
+
+
+def _put(table: dict, tup, rec, s, h) -> None:
+    """Store the record ``(s, h)`` of ``tup``: ``s`` alone when ``h`` is ``s``, else in
+    ``rec`` (the stored value) if it is a :class:`Record`, else in a new one."""
+    if h is s:
+        table[tup] = s
+    elif type(rec) is Record:
+        rec.s, rec.h = s, h
+    else:
+        table[tup] = Record(s, h)
+
+
 class MinShip:
     """The MinShip send stage of one node (see the module docstring).
 
@@ -311,8 +327,7 @@ class MinShip:
                 first = one(ctx, ann)           # lazy: ship one derivation at once
                 res.append(item if first is upd[3] else (dst, (1, pred, tup, first)))
                 shipped += 1
-                table[tup] = first if first is ann or scheme.equal(ctx, first, ann) \
-                    else Record(first, ann)
+                self._ship_record(scheme, ctx, table, dst, pred, tup, None, first, ann)
                 continue
             if type(rec) is Record:
                 if rec.s is None:               # held by aggregate selection
@@ -328,19 +343,11 @@ class MinShip:
                 # a derivation that absorbs the one shipped (a subset of its base tuples:
                 # the sender's own store dropped the longer one, so it will never send a
                 # deletion for its other variables): ship it, it becomes S
-                h_ = merge(ctx, h_, ann)
-                if type(rec) is Record:
-                    rec.s, rec.h = ann, h_
-                else:
-                    table[tup] = Record(ann, h_)
+                _put(table, tup, rec, ann, merge(ctx, h_, ann))
                 res.append(item if ann is upd[3] else (dst, (1, pred, tup, ann)))
                 shipped += 1
             else:                               # buffered: an alternative
-                h_ = merge(ctx, h_, ann)
-                if type(rec) is Record:
-                    rec.h = h_
-                else:
-                    table[tup] = Record(s_, h_)
+                _put(table, tup, rec, s_, merge(ctx, h_, ann))
                 if not lazy:
                     dirty[(dst, pred, tup)] = None
                 buffered += 1
@@ -395,8 +402,7 @@ class MinShip:
         res: list = []
         for key in list(self.dirty):
             dst, pred, tup = key
-            table = self.records.get((dst, pred))
-            rec = None if table is None else table.get(tup)
+            table, rec = self._lookup(dst, pred, tup)
             if type(rec) is not Record or rec.s is None:   # nothing buffered, or held
                 continue
             have = scheme.ship_restrict(ctx, rec.h)
@@ -416,7 +422,7 @@ class MinShip:
                 # S keeps what it shipped, dead variables included: a later zeroing of
                 # them must still be forwarded to the receiver
                 shipped = scheme.combine(ctx, shipped, d)
-            table[tup] = shipped                 # H is S again: nothing buffered
+            _put(table, tup, rec, shipped, shipped)     # H is S again: nothing buffered
             if d is not None:
                 res.append((dst, (1, pred, tup, d)))
                 self.shipped_insertions += 1
@@ -472,11 +478,7 @@ class MinShip:
             first = self._first(scheme, ctx, ann)
             res.append((dst, (1, pred, tup, first)))
             self.shipped_insertions += 1
-            if first is ann or scheme.equal(ctx, first, ann):
-                table[tup] = first
-            else:
-                table[tup] = Record(first, ann)
-                self._mark(dst, pred, tup)
+            self._ship_record(scheme, ctx, table, dst, pred, tup, None, first, ann)
             return
         if scheme.ship_absorbs(ctx, rec.h, ann):  # held: accumulate, still not shipped
             self.absorbed += 1
@@ -486,12 +488,11 @@ class MinShip:
     # -- deletions -------------------------------------------------------------------------
     def _delete(self, scheme, ctx, dst, pred, tup, ann, res: list, touched: dict,
                 zeros: dict | None) -> None:
-        table = self.records.get((dst, pred))
-        rec = None if table is None else table.get(tup)
+        table, rec = self._lookup(dst, pred, tup)
         if rec is None:
             self.deletions_dropped += 1          # nothing shipped there: nothing to undo
             return
-        shipped, have = (rec.s, rec.h) if type(rec) is Record else (rec, rec)
+        shipped, have = _pair(rec)
         names = scheme.ship_zeroed_names(ctx, ann)
         if shipped is None:                      # held (never shipped): forget silently
             self.deletions_dropped += 1
@@ -528,17 +529,24 @@ class MinShip:
             zeros[dst] = dead if have_dead is None else have_dead | dead
         if new_s is None:
             self._forget(table, dst, pred, tup, touched)
-        elif have is shipped or have is new_s:   # nothing buffered: S alone
-            table[tup] = new_s
-        elif type(rec) is Record:
-            rec.s, rec.h = new_s, have
-        else:
-            table[tup] = Record(new_s, have)
+        else:                                    # S alone if nothing was buffered
+            _put(table, tup, rec, new_s, new_s if have is shipped else have)
 
-    def _mark(self, dst, pred, tup) -> None:
-        """Note a record with a buffer for eager's flush (lazy keeps no such list)."""
-        if self.mode == "eager":
-            self.dirty[(dst, pred, tup)] = None
+    def _ship_record(self, scheme, ctx, table, dst, pred, tup, rec, first, have) -> None:
+        """Record that ``first`` was shipped out of ``have``: ``S`` alone when it is all
+        of ``have``, else with ``have`` as ``H``, noted for eager's flush (lazy keeps no
+        list of records with a buffer)."""
+        if first is have or scheme.equal(ctx, first, have):
+            _put(table, tup, rec, first, first)
+        else:
+            _put(table, tup, rec, first, have)
+            if self.mode == "eager":
+                self.dirty[(dst, pred, tup)] = None
+
+    def _lookup(self, dst, pred, tup) -> tuple:
+        """``(table of (dst, pred) or None, stored record or None)``."""
+        table = self.records.get((dst, pred))
+        return table, None if table is None else table.get(tup)
 
     def _forget(self, table: dict, dst, pred, tup, touched: dict) -> None:
         del table[tup]
@@ -572,11 +580,7 @@ class MinShip:
                 first = self._first(scheme, ctx, self._minimal(scheme, ctx, have))
                 res.append((dst, (1, pred, tup, first)))
                 self.shipped_insertions += 1
-                if first is have or scheme.equal(ctx, first, have):
-                    table[tup] = first
-                else:
-                    rec.s, rec.h = first, have
-                    self._mark(dst, pred, tup)
+                self._ship_record(scheme, ctx, table, dst, pred, tup, rec, first, have)
 
     # -- reading ---------------------------------------------------------------------------
     def unshipped_keys(self) -> list[tuple]:
@@ -590,11 +594,8 @@ class MinShip:
         """The record of ``pred(tup)`` towards ``dst`` as ``(S, H)`` (``S`` None while
         aggregate selection holds the fact; ``H`` is ``S`` when nothing is buffered), or
         None if there is none. Read-only."""
-        table = self.records.get((dst, pred))
-        rec = None if table is None else table.get(tup)
-        if rec is None:
-            return None
-        return (rec.s, rec.h) if type(rec) is Record else (rec, rec)
+        rec = self._lookup(dst, pred, tup)[1]
+        return None if rec is None else _pair(rec)
 
     def unshipped(self, node, dst, pred: str, tup: tuple) -> list:
         """The derivations of ``pred(tup)`` this node produced towards ``dst`` and has not

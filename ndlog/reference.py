@@ -111,12 +111,18 @@ def _term_ready(term: A.Term, bound: set[str]) -> bool:
     return all(v.name in bound for v in A.term_vars(term))
 
 
-def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation]):
-    """Compile matching one atom given the variables bound so far.
+def _split_args(atom: A.Atom, bound: set[str]):
+    """An atom's arguments given the variables bound so far: the positions and terms of the
+    lookup key (bound terms), ``name -> position`` of the variables it binds (their first
+    occurrence), and the ``(position, first position)`` pairs a repeated new variable must
+    match.
 
-    Returns ``step(env, emit)`` and the updated bound set.
+    Raises
+    ------
+    NDlogSemanticError
+        For an expression argument over unbound variables.
     """
-    key_pos, key_terms, binds, checks = [], [], [], []
+    key_pos, key_terms, checks = [], [], []
     first_at: dict[str, int] = {}
     for i, t in enumerate(atom.args):
         if isinstance(t, A.Var) and t.anonymous:
@@ -126,7 +132,6 @@ def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation])
                 checks.append((i, first_at[t.name]))
             else:
                 first_at[t.name] = i
-                binds.append((t.name, i))
         elif _term_ready(t, bound):
             key_pos.append(i)
             key_terms.append(t)
@@ -134,27 +139,22 @@ def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation])
             raise NDlogSemanticError(
                 f"argument {i + 1} of '{atom.pred}' is an expression over unbound variables",
                 atom.span)
-    pred, positions, arity = atom.pred, tuple(key_pos), atom.arity
+    return tuple(key_pos), key_terms, first_at, checks
+
+
+def _atom_step(atom: A.Atom, bound: set[str], source: Callable[[str], Relation]):
+    """Compile matching one atom given the variables bound so far.
+
+    Returns ``step(env, emit)`` and the updated bound set.
+    """
+    positions, key_terms, first_at, checks = _split_args(atom, bound)
+    pred, arity, binds = atom.pred, atom.arity, list(first_at.items())
     key_of = _tuple_fn(key_terms)
 
-    def candidates(env: Env):
-        rel = source(pred)
-        return tuple(rel.lookup(positions, key_of(env)) if positions else rel.tuples)
-
-    if len(binds) == 1 and not checks:
-        # the common case (one new variable, no repeated one): no loop over ``binds``
-        (name, i), = binds
-
-        def step(env: Env, emit: Emit) -> None:
-            for t in candidates(env):
-                if len(t) == arity:
-                    e = env.copy()
-                    e[name] = t[i]
-                    emit(e)
-        return step, bound | set(first_at)
-
     def step(env: Env, emit: Emit) -> None:
-        for t in candidates(env):
+        rel = source(pred)
+        cands = rel.lookup(positions, key_of(env)) if positions else rel.tuples
+        for t in tuple(cands):
             if len(t) != arity:
                 continue
             if checks and any(t[a] != t[b] for a, b in checks):
@@ -314,19 +314,9 @@ def _atom_project(atom: A.Atom, bound: set[str], source: Callable[[str], Relatio
     if not head.args or not all(isinstance(t, A.Var) and not t.anonymous
                                 for t in head.args):
         return None
-    key_pos, key_terms, at = [], [], {}
-    for i, t in enumerate(atom.args):
-        if isinstance(t, A.Var) and t.anonymous:
-            continue
-        if isinstance(t, A.Var) and t.name not in bound:
-            if t.name in at:
-                return None
-            at[t.name] = i
-        elif _term_ready(t, bound):
-            key_pos.append(i)
-            key_terms.append(t)
-        else:
-            return None         # _atom_step raises the error
+    positions, key_terms, at, checks = _split_args(atom, bound)
+    if checks:
+        return None
     from_env = list(dict.fromkeys(v.name for v in head.args if v.name not in at))
     if not all(n in bound for n in from_env):
         return None
@@ -336,11 +326,12 @@ def _atom_project(atom: A.Atom, bound: set[str], source: Callable[[str], Relatio
     # of a predicate one arity, and base_facts rejects facts of another
     columns = [(itemgetter(at[v.name]), None) if v.name in at else (None, v.name)
                for v in head.args]
-    pred, positions, key_of = atom.pred, tuple(key_pos), _tuple_fn(key_terms)
+    pred, key_of = atom.pred, _tuple_fn(key_terms)
 
     if len(columns) == 2 and positions:
         # the usual binary head, one column from the match and one from env (or both
-        # from the match): the same as below without a list per call
+        # from the match): the same as below without a list per call (reachable at 1,000
+        # nodes: about 5% less CPU, eight alternating runs)
         (item0, name0), (item1, name1) = columns
 
         def step2(env: Env, emit) -> None:
@@ -610,7 +601,8 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
 
     for r in plain:
         if not any(a.pred in comp for a in r.body_atoms):
-            derive(r, compile_body(r, None, lambda i: rel, project=r.head.pred not in specs))
+            derive(r, compile_body(r, None, lambda i: rel,
+                                   project=r.head.pred not in selections))
     for sel_pred, sel in selections.items():
         existing = set(rel(sel_pred).tuples)
         for t in existing:

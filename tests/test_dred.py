@@ -228,7 +228,6 @@ def test_refusals_name_the_fix():
     assert "--engine sim" in exc.value.hint
 
 
-
 def test_cli_runs_dred_and_refuses_it_on_ray(fig5_files, capsys):
     argv = ["run", "examples/reachable.ndl", "--facts", str(fig5_files / "f.ndl"),
             "--burst", str(fig5_files / "b.ndl"), "--annotation", "dred",

@@ -128,7 +128,7 @@ def test_asking_changes_nothing():
 
 
 def _records(stage) -> dict:
-    """Every MinShip record of ``stage`` as ``(dst, pred, tup) -> (S, H)``, copied."""
+    """Every MinShip record of ``stage`` as ``(dst, pred, tup) -> (S, H)``."""
     out = {(dst, pred, tup): stage.record(dst, pred, tup)
            for (dst, pred), table in stage.records.items() for tup in table}
     assert all(v is not None for v in out.values())
