@@ -7,8 +7,9 @@ simple enough to trust: plain Python sets, hash indexes built on demand, one joi
 (rule, delta position), no incremental maintenance, no location semantics (the ``@`` only
 names an argument). One concession to speed: where a plan ends with an atom and the head
 is all variables, that last atom yields the head tuples of its matches in bulk
-(``zip``/``map`` in C) instead of one assignment dict per match, and a round's derivations
-are filtered against their relation once, when the round is merged.
+(``zip``/``map`` in C) instead of one assignment dict per match, a round's derivations
+are filtered against their relation once, when the round is merged, and a delta plan of a
+two-atom rule starts with the other atom when its relation is smaller than the delta.
 
 Negation (``not q(...)``) is stratified: the strata of :func:`ndlog.analysis.strata` put a
 negated relation in an earlier stratum than every rule that reads it, so it is complete when
@@ -93,14 +94,26 @@ class Relation:
     def lookup(self, positions: tuple[int, ...], key: tuple) -> Iterable[tuple]:
         index = self._indexes.get(positions)
         if index is None:
-            index = {}
-            for t in self.tuples:
-                index.setdefault(tuple(t[p] for p in positions), set()).add(t)
-            self._indexes[positions] = index
+            index = self._indexes[positions] = _index(self.tuples, positions)
         return index.get(key, ())
 
     def __len__(self) -> int:
         return len(self.tuples)
+
+
+def _index(tuples: Iterable[tuple], positions: tuple[int, ...]) -> dict:
+    """``key -> {tuples}`` with ``key`` the tuple of the values at ``positions``."""
+    index: dict[tuple, set[tuple]] = {}
+    get = index.get
+    keys = zip(map(itemgetter(positions[0]), tuples)) if len(positions) == 1 else \
+        map(itemgetter(*positions), tuples)
+    for k, t in zip(keys, tuples):
+        bucket = get(k)
+        if bucket is None:
+            index[k] = {t}
+        else:
+            bucket.add(t)
+    return index
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,7 +238,8 @@ def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Ca
     rule:
         The rule.
     first:
-        Index into ``rule.body`` of the atom to start with (the delta atom), or None.
+        Index into ``rule.body`` of the atom to start with (in a delta plan, the delta
+        atom or the other atom of a two-atom rule, :func:`_lead`), or None.
     source_for:
         ``body index -> (pred -> Relation)``: where each atom reads its tuples.
     project:
@@ -639,9 +653,32 @@ def _delta_plans(rules, comp, rel, delta, selections):
 
                 def source_for(j: int, i=i, d=d):
                     return (lambda p: d) if j == i else rel
-                plans.append((r, compile_body(r, i, source_for, project=project),
+                lead = _lead(r, i, len(d), rel)
+                plans.append((r, compile_body(r, lead, source_for, project=project),
                               lit.pred))
     return plans
+
+
+def _lead(rule: A.Rule, i: int, delta_size: int, rel) -> int:
+    """The atom a delta plan starts with: the delta atom ``i``, unless the rule joins it
+    with exactly one other atom, on a shared variable, whose relation is smaller than the
+    delta: then that atom leads and each of its tuples looks its matches up in the delta
+    (an index on the delta is built once), so the Python loop runs over the smaller side.
+    The matches, and so the derivations, are the same either way."""
+    atoms = [j for j, lit in enumerate(rule.body) if isinstance(lit, A.Atom)]
+    if len(atoms) != 2:
+        return i
+    j = atoms[0] if atoms[1] == i else atoms[1]
+    other = rule.body[j]
+    if len(rel(other.pred)) >= delta_size:
+        return i
+    if not (_var_names(other) & _var_names(rule.body[i])):
+        return i
+    return j
+
+
+def _var_names(atom: A.Atom) -> set[str]:
+    return {t.name for t in atom.args if isinstance(t, A.Var) and not t.anonymous}
 
 
 def _merge(pending, rel, selections, delta):
