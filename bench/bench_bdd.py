@@ -11,8 +11,11 @@ declared on the fly) or one whose variable order was reversed beforehand.
 ``--ts100`` measures instead how large the *whole* absorption provenance of reachable gets
 on GT-ITM's ``ts100`` (what eager MinShip must eventually bring every node): a central
 semi-naive fixpoint in one CUDD manager, no engine, no network, for growing fractions of
-the (bidirectional) links, with the variables in link order and with CUDD's sifting on,
-each in a child process stopped at ``--budget`` seconds.
+the (bidirectional) links, with the variables in link order, in the order of a depth-first
+walk of the topology (a stub's links together) and with CUDD's sifting on, each in a child
+process stopped at ``--budget`` seconds; then, for a few seeded pairs of nodes, the size of
+the end result alone (the OR of every simple path, built from networkx's enumeration of
+them), in link order and depth-first order.
 
 Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic
 (``bench/bench_provenance.py``).
@@ -84,6 +87,33 @@ def ts100_links(fraction: float, seed: int = 0) -> list[tuple]:
     return [lk for lk in links if tuple(sorted(lk)) in keep]
 
 
+def depth_first(links: list[tuple]) -> list[tuple]:
+    """``links`` ordered by a depth-first walk of the (undirected) topology from its
+    best-connected node (smallest id among ties): a link comes after every link between
+    nodes visited before its later end, so the links of a stub (hung off its transit node
+    by one link) stay together."""
+    nbrs: dict = {}
+    for a, b in links:
+        nbrs.setdefault(a, set()).add(b)
+        nbrs.setdefault(b, set()).add(a)
+    start = min(nbrs, key=lambda v: (-len(nbrs[v]), v))
+    pos: dict = {}
+    stack = [start]
+    while stack:
+        v = stack.pop()
+        if v in pos:
+            continue
+        pos[v] = len(pos)
+        stack.extend(sorted(nbrs[v] - pos.keys(), reverse=True))
+    return sorted(links, key=lambda lk: (max(pos[lk[0]], pos[lk[1]]),
+                                         min(pos[lk[0]], pos[lk[1]]), pos[lk[0]]))
+
+
+#: The variable orders of ``--ts100``: label -> (CUDD sifting on, order of the links).
+ORDERS = {"link order": (False, list), "depth-first": (False, depth_first),
+          "sifting": (True, list)}
+
+
 def full_provenance(links: list[tuple], reorder: bool, report) -> None:
     """The provenance of every reachable tuple over ``links`` by a semi-naive fixpoint in
     one manager: ``P(s, d) = link(s, d) | OR_z link(s, z) & P(z, d)``; ``report`` gets
@@ -116,10 +146,11 @@ def full_provenance(links: list[tuple], reorder: bool, report) -> None:
                 "s": round(time.perf_counter() - t0, 1), "finished": not delta})
 
 
-def _ts100_child(fraction: float, reorder: bool, queue) -> None:
+def _ts100_child(fraction: float, order: str, queue) -> None:
     import warnings
     warnings.simplefilter("ignore")
-    full_provenance(ts100_links(fraction), reorder, queue.put)
+    reorder, arrange = ORDERS[order]
+    full_provenance(arrange(ts100_links(fraction)), reorder, queue.put)
 
 
 def ts100_rows(budget: float) -> list[list]:
@@ -128,10 +159,10 @@ def ts100_rows(budget: float) -> list[list]:
     import queue as queues
     rows = []
     for fraction in (0.5, 0.65, 0.8, 1.0):
-        for reorder in (False, True):
+        for order in ORDERS:
             fork = mp.get_context("fork")
             q = fork.Queue()
-            proc = fork.Process(target=_ts100_child, args=(fraction, reorder, q))
+            proc = fork.Process(target=_ts100_child, args=(fraction, order, q))
             t0 = time.perf_counter()
             proc.start()
             last = None
@@ -146,14 +177,39 @@ def ts100_rows(budget: float) -> list[list]:
             proc.kill()
             proc.join()
             done = bool(last and last["finished"])
-            rows.append([fraction, len(ts100_links(fraction)),
-                         "sifting" if reorder else "link order",
+            rows.append([fraction, len(ts100_links(fraction)), order,
                          last["rounds"] if last else 0,
                          last["tuples"] if last else "", last["manager nodes"] if last else "",
                          last["largest"] if last else "",
                          last["s"] if done else f"stopped at {budget:g} s"])
             print(*rows[-1], sep=" | ", flush=True)
     return rows
+
+
+def pair_rows(pairs: int = 6, seed: int = 0) -> list[list]:
+    """For ``pairs`` seeded pairs of ``ts100`` nodes, every link present: the number of
+    simple paths and the BDD size of their OR (the pair's whole provenance), in link order
+    and in depth-first order."""
+    import networkx as nx
+    links = ts100_links(1.0)
+    g = nx.DiGraph(links)
+    rng = random.Random(seed)
+    chosen = [tuple(rng.sample(sorted(g), 2)) for _ in range(pairs)]
+    paths = {(s, d): [list(zip(p, p[1:])) for p in nx.all_simple_paths(g, s, d)]
+             for s, d in chosen}
+    sizes = {}
+    for order, (_, arrange) in ORDERS.items():
+        if order == "sifting":
+            continue
+        ctx = BDDContext()
+        var = {lk: ctx.var(var_name(i)) for i, lk in enumerate(arrange(links))}
+        for pair, ps in paths.items():
+            f = ctx.false
+            for p in ps:
+                f = f | ctx.conj([var[e] for e in p])
+            sizes[pair, order] = f.dag_size
+    return [[f"{s} -> {d}", len(paths[s, d]), sizes[(s, d), "link order"],
+             sizes[(s, d), "depth-first"]] for s, d in chosen]
 
 
 def measure(label: str, ctx: BDDContext, f, repeat: int) -> list:
@@ -195,6 +251,10 @@ def main(argv=None) -> int:
         print_table(["links", "link tuples", "order", "rounds", "tuples", "manager nodes",
                      "largest BDD", "fixpoint s"], rows)
         print("# a stopped row gives the last round completed within the budget")
+        print()
+        print_table(["pair (every link)", "simple paths", "BDD nodes, link order",
+                     "BDD nodes, depth-first"], pair_rows())
+        print("# the pair's whole provenance, the OR of its simple paths, built alone")
         return 0
     print_header("Serialized absorption-provenance BDDs: size and write/read time",
                  f"python -m bench.bench_bdd --repeat {args.repeat}")
