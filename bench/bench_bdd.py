@@ -88,23 +88,23 @@ def ts100_links(fraction: float, seed: int = 0) -> list[tuple]:
 
 
 def depth_first(links: list[tuple]) -> list[tuple]:
-    """``links`` ordered by a depth-first walk of the (undirected) topology from its
-    best-connected node (smallest id among ties): a link comes after every link between
-    nodes visited before its later end, so the links of a stub (hung off its transit node
-    by one link) stay together."""
+    """``links`` ordered by a depth-first walk of the (undirected) topology, each component
+    from its best-connected node (smallest id among ties): a link comes after every link
+    between nodes visited before its later end, so the links of a stub (hung off its
+    transit node by one link) stay together."""
     nbrs: dict = {}
     for a, b in links:
         nbrs.setdefault(a, set()).add(b)
         nbrs.setdefault(b, set()).add(a)
-    start = min(nbrs, key=lambda v: (-len(nbrs[v]), v))
     pos: dict = {}
-    stack = [start]
-    while stack:
-        v = stack.pop()
-        if v in pos:
-            continue
-        pos[v] = len(pos)
-        stack.extend(sorted(nbrs[v] - pos.keys(), reverse=True))
+    for start in sorted(nbrs, key=lambda v: (-len(nbrs[v]), v)):
+        stack = [start]
+        while stack:
+            v = stack.pop()
+            if v in pos:
+                continue
+            pos[v] = len(pos)
+            stack.extend(sorted(nbrs[v] - pos.keys(), reverse=True))
     return sorted(links, key=lambda lk: (max(pos[lk[0]], pos[lk[1]]),
                                          min(pos[lk[0]], pos[lk[1]]), pos[lk[0]]))
 
