@@ -21,7 +21,8 @@ Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic
 (``bench/bench_provenance.py``).
 
 Run: ``python -m bench.bench_bdd [--repeat N]`` or ``python -m bench.bench_bdd --ts100
-[--budget S]``. Recorded figures: ``bench/RESULTS.md``.
+[--budget S]`` (``--ts100`` needs networkx, in the ``bench`` extra). Recorded figures:
+``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -168,10 +169,15 @@ def ts100_rows(budget: float) -> list[list]:
             last = None
             while True:
                 left = budget - (time.perf_counter() - t0)
-                try:
-                    last = q.get(timeout=max(left, 0.01))
-                except queues.Empty:
+                if left <= 0:
                     break
+                try:
+                    last = q.get(timeout=min(left, 1.0))
+                except queues.Empty:
+                    if proc.exitcode is not None:      # the child failed: stop, saying which
+                        raise SystemExit(f"the {order} fixpoint on {fraction:g} of the "
+                                         f"links failed (exit code {proc.exitcode})")
+                    continue
                 if last["finished"]:
                     break
             proc.kill()
@@ -245,6 +251,10 @@ def main(argv=None) -> int:
                     help="--ts100: seconds per fixpoint (default 120)")
     args = ap.parse_args(argv)
     if args.ts100:
+        try:
+            import networkx  # noqa: F401  (the pairs' simple paths)
+        except ImportError:
+            raise SystemExit('--ts100 needs networkx: pip install -e ".[bench]"') from None
         print_header("Whole absorption provenance of reachable on ts100, central",
                      f"python -m bench.bench_bdd --ts100 --budget {args.budget:g}")
         rows = ts100_rows(args.budget)
