@@ -101,8 +101,9 @@ class Relation:
         return len(self.tuples)
 
 
-def _index(tuples: Iterable[tuple], positions: tuple[int, ...]) -> dict:
-    """``key -> {tuples}`` with ``key`` the tuple of the values at ``positions``."""
+def _index(tuples: set[tuple], positions: tuple[int, ...]) -> dict:
+    """``key -> {tuples}`` with ``key`` the tuple of the values at ``positions`` (the keys
+    are read in a second pass over the unchanged set, in the same order)."""
     index: dict[tuple, set[tuple]] = {}
     get = index.get
     keys = zip(map(itemgetter(positions[0]), tuples)) if len(positions) == 1 else \
