@@ -673,13 +673,10 @@ def _lead(rule: A.Rule, i: int, delta_size: int, rel) -> int:
     other = rule.body[j]
     if len(rel(other.pred)) >= delta_size:
         return i
-    if not (_var_names(other) & _var_names(rule.body[i])):
+    if {v.name for v in A.literal_vars(other)}.isdisjoint(
+            v.name for v in A.literal_vars(rule.body[i])):
         return i
     return j
-
-
-def _var_names(atom: A.Atom) -> set[str]:
-    return {t.name for t in atom.args if isinstance(t, A.Var) and not t.anonymous}
 
 
 def _merge(pending, rel, selections, delta):
