@@ -379,7 +379,9 @@ def test_relaxed_gc_restores_the_collector_and_nests():
         frozen = gc.get_freeze_count()
         with relaxed_gc():
             assert not gc.isenabled()
-        assert gc.get_freeze_count() == frozen and gc.isenabled()
+        # left alone: not unfrozen (the count would be 0) and not frozen again (it would
+        # grow); it may shrink, as frozen objects are freed by reference counting meanwhile
+        assert 0 < gc.get_freeze_count() <= frozen and gc.isenabled()
     finally:
         gc.unfreeze()
 
