@@ -24,7 +24,7 @@ from ndlog.builtins import format_value
 from ndlog.errors import EvaluationError, InputError, Span
 from ndlog.text import count_noun
 
-__all__ = ["select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
+__all__ = ["program_shapes", "select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
            "read_facts_file", "read_facts_files", "jsonable", "program_locations"]
 
 
@@ -138,6 +138,13 @@ def program_locations(program) -> dict[str, int | None]:
     for atom in program.atoms():
         out.setdefault(atom.pred, atom.loc)
     return out
+
+
+def program_shapes(program) -> dict:
+    """``{"arities": ..., "locations": ...}`` of a parsed program: the keyword arguments
+    with which :func:`read_facts_files` and the burst readers check facts against it (an
+    unknown predicate, a wrong arity or a misplaced ``@`` is an error at the fact)."""
+    return {"arities": program.arities(), "locations": program_locations(program)}
 
 
 #: numbers in a CSV field: NDlog's integer and decimal forms, with an optional sign

@@ -83,6 +83,26 @@ def test_format_and_extension_that_disagree_are_an_input_error(command, facts, t
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", COMMANDS, ids=["reference", "eval"])
+@pytest.mark.parametrize("name,text,message", [
+    ("f.ndl", "link(@1, 2).\nlnk(@2, 3).\n", "f.ndl:2:1: error: predicate 'lnk' is not "
+     "used by the program"),
+    ("lnk.csv", "1,2\n", "lnk.csv:1:1: error: predicate 'lnk' is not used by the program"),
+    ("f.ndl", "link(1, @2).\n", "f.ndl:1:10: error: link has its '@' on argument 2 here"),
+    ("f.ndl", "link(@1, 2, 3).\n", "f.ndl:1:1: error: link has 3 arguments here, but arity "
+     "2 in the program")])
+def test_facts_are_checked_against_the_program(command, name, text, message, tmp_path,
+                                               capsys):
+    """A misspelt predicate, a misplaced ``@`` or a wrong arity is an error at the fact,
+    as in ``psn run``, instead of a relation the program never reads."""
+    path = tmp_path / name
+    path.write_text(text)
+    assert _run(command, str(path)) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert captured.out == ""
+
+
 def test_format_without_output_prints_that_format(facts, capsys):
     assert _run(["eval"], facts, "--format", "csv") == 0
     assert capsys.readouterr().out.startswith("relation,tuple\n")

@@ -30,13 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ndlog.output import read_facts_files, render_relations, select_relations
+    from ndlog.output import (program_shapes, read_facts_files, render_relations,
+                              select_relations)
     from ndlog.parser import load
     from ndlog.reference import evaluate
 
     fmt = output_format(args.format, args.output)
     program = load(args.program)
-    facts = read_facts_files(args.facts)
+    facts = read_facts_files(args.facts, **program_shapes(program))
     result = evaluate(program, facts, aggsel=not args.no_aggsel)
     result = select_relations(result, args.relation)
     write_text(render_relations(result, fmt), args.output)

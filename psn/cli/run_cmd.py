@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 
 from ndlog.errors import InputError
-from ndlog.output import program_locations
+from ndlog.output import program_shapes
 from ndlog.text import count_noun
 
 from .options import add_run_options, check_engine_options, engine_of, run_options
@@ -79,7 +79,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
         program = load(args.program)
     options = run_options(args, engine)
     topology = _topology(args)
-    shapes = {"arities": program.arities(), "locations": program_locations(program)}
+    shapes = program_shapes(program)
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
     wanted = _why_facts(args.why)

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.program:
         raise InputError("psn verify needs a PROGRAM file (or --replay FILE)")
     from engine.bursts import read_burst_file
-    from ndlog.output import program_locations, read_facts_files
+    from ndlog.output import program_shapes, read_facts_files
     from ndlog.parser import load
     from provenance import get_scheme
 
@@ -97,10 +97,9 @@ def run(args: argparse.Namespace) -> int:
 
     program = load(args.program)
     get_scheme(args.annotation)                  # an unknown name fails before anything runs
-    arities, locations = program.arities(), program_locations(program)
-    facts = read_facts_files(args.facts, arities=arities, locations=locations)
-    bursts = [read_burst_file(path, arities=arities, locations=locations)
-              for path in args.burst]
+    shapes = program_shapes(program)
+    facts = read_facts_files(args.facts, **shapes)
+    bursts = [read_burst_file(path, **shapes) for path in args.burst]
     result = V.verify(program, facts, bursts, annotation=args.annotation, mode=args.mode,
                       budget=args.budget, seed=args.seed, jobs=args.jobs, scope=args.scope,
                       fifo=True if args.fifo else None, unsafe=args.unsafe, ship=args.ship,
