@@ -11,7 +11,9 @@ an :class:`~ndlog.errors.InputError` naming the fact.
 
 :class:`Injector` is the front of every engine's bursts: it checks each update against the
 program (known predicate, arity, a location), records it in the ledger and turns what the
-ledger says into annotated updates addressed to the fact's node. The in-memory network, the
+ledger says into annotated updates addressed to the fact's node. A burst that would give a
+node more tuples of a table than its ``materialize`` size is refused whole: the ledger
+goes back to its state before the burst. The in-memory network, the
 simulator (through it) and the Ray driver all inject through one.
 
 Deliberately not here: routing and delivery (the transports), evaluation.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ndlog import ast as A
+from ndlog.checks import check_table_sizes
 from ndlog.errors import InputError
 
 __all__ = ["Ledger", "Injector"]
@@ -97,13 +100,24 @@ class Ledger:
             raise InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base "
                              f"fact (no insertion of it is left to delete)")
 
-    def facts(self) -> dict[str, set[tuple]]:
-        """The current base facts (every fact with a live insertion)."""
+    def facts(self, preds=None) -> dict[str, set[tuple]]:
+        """The current base facts (every fact with a live insertion), of ``preds`` only if
+        given."""
         out: dict[str, set[tuple]] = {}
         for (pred, tup), seqs in self.live.items():
-            if seqs:
+            if seqs and (preds is None or pred in preds):
                 out.setdefault(pred, set()).add(tup)
         return out
+
+    def saved(self) -> tuple:
+        """A copy of the ledger's state, for :meth:`restore`."""
+        return ({f: list(s) for f, s in self.live.items()}, dict(self.debts),
+                dict(self.keyed), set(self.preds), self.seq)
+
+    def restore(self, state: tuple) -> None:
+        """Go back to a state from :meth:`saved`."""
+        live, debts, keyed, preds, self.seq = state
+        self.live, self.debts, self.keyed, self.preds = live, debts, keyed, preds
 
 
 class Injector:
@@ -130,7 +144,10 @@ class Injector:
         self.scheme = scheme
         self.resolved = resolved
         self.context_of = context_of
+        self.source = source
         self.ledger = Ledger(source, self.describe)
+        #: tables with a finite ``materialize`` size, checked after a burst inserts into one
+        self.sized = {t.pred for t in source.tables if t.size != float("inf")}
         self.arities = dict(source.arities())
         self.known = set(self.arities)
         self._in_flight: dict = {}      # fact -> sign injected since the last quiescence
@@ -198,6 +215,8 @@ class Injector:
         location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
         if self.resolved is not None and any(sign < 0 for sign, _, _ in burst):
             self.resolved.check_deletions(self.program, "a burst deletes a fact")
+        sized = {pred for sign, pred, _ in burst if sign > 0 and pred in self.sized}
+        saved = (self.ledger.saved(), dict(self._in_flight)) if sized else None
         self._check_unordered(burst)
         for sign, pred, tup in burst:
             self.check(pred, tup)
@@ -205,4 +224,12 @@ class Injector:
                 dst = location(pred, t)
                 pending.setdefault(dst, []).append((s, pred, t, base(ctx_of(dst), (pred, t),
                                                                       seq)))
+        if sized:
+            try:
+                check_table_sizes(self.source, self.ledger.facts(sized), {
+                    p: {t for sign, q, t in burst if sign > 0 and q == p} for p in sized})
+            except InputError:
+                self.ledger.restore(saved[0])       # the burst is refused as a whole
+                self._in_flight = saved[1]
+                raise
         return pending

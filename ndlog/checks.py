@@ -16,7 +16,7 @@ of the program that either returns or raises:
 ``aggregates``      aggregates appear only as whole arguments of rule heads, over a named
                     variable, beside plain group-by arguments;
 ``materialize``     ``keys`` positions are within the table's arity; lifetime and size are
-                    non-negative;
+                    non-negative; a finite size only on a base table (no rule derives it);
 ``safety``          every variable of a head, an expression, a comparison, an assignment or a
                     negated atom is bound by a positive body atom or an assignment
                     (order-independent);
@@ -26,6 +26,8 @@ of the program that either returns or raises:
 
 Deliberately not here: purely syntactic rules (grammar, ground facts, unique rule names,
 positive key positions, at most one ``@`` per atom) are enforced by :mod:`ndlog.parser`;
+whether the base facts given to a run fit a table's size is checked where they are read,
+by :func:`check_table_sizes` (the reference and the engine's base-fact ledger call it);
 whether a distributed rule can be localized is decided by the localizer (``localize/``),
 which reports its own :class:`~ndlog.errors.LocalizationError`; the dependency graph and
 strata themselves are computed by :mod:`ndlog.analysis`. Checks never modify the program.
@@ -38,13 +40,13 @@ from typing import Callable, Iterable, Iterator
 from . import ast as A
 from .builtins import ARITY, format_value
 from .text import count_noun
-from .errors import NDlogSemanticError, Span
+from .errors import InputError, NDlogSemanticError, Span
 
 __all__ = [
     "check_program", "CHECKS",
     "check_arity", "check_location", "check_builtins", "check_aggregates",
     "check_materialize", "check_safety", "check_stratification", "bound_variables",
-    "negation_cycle",
+    "negation_cycle", "check_table_sizes",
 ]
 
 
@@ -296,12 +298,17 @@ def _check_rule_aggregates(program: A.Program, rule: A.Rule) -> None:
 def check_materialize(program: A.Program) -> None:
     """``materialize`` declarations fit their tables (docs/language.md, section 2).
 
-    Lifetime and size are non-negative (or infinity); at least one key position; key
-    positions are distinct and within the arity of the predicate as it is used.
+    Lifetime and size are non-negative (or infinity); a finite size only on a table no rule
+    derives (the bound is checked on base facts, :func:`check_table_sizes`); at least one
+    key position; key positions are distinct and within the arity of the predicate as it
+    is used.
     """
     arities = {}
     for atom in _in_source_order(program.atoms()):
         arities.setdefault(atom.pred, atom.arity)
+    derived = {}
+    for rule in program.rules:
+        derived.setdefault(rule.head.pred, rule.name)
     for table in program.tables:
         for what, value in (("lifetime", table.lifetime), ("size", table.size)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
@@ -310,6 +317,12 @@ def check_materialize(program: A.Program) -> None:
                     program,
                     f"the {what} of table '{table.pred}' is {value!r}; it must be a "
                     "non-negative integer or infinity", table.span)
+        if table.size != float("inf") and table.pred in derived:
+            raise _error(
+                program,
+                f"table '{table.pred}' is derived by rule {derived[table.pred]}, but a size "
+                f"bound ({format_value(table.size)}) applies only to base tables", table.span,
+                hint="declare its size infinity")
         if not table.keys:
             raise _error(
                 program,
@@ -331,6 +344,53 @@ def check_materialize(program: A.Program) -> None:
                     f"key position {k} of table '{table.pred}' is out of range; '{table.pred}' "
                     f"has {count_noun(arity or 0, 'argument')}, so positions must be in {bound}",
                     table.span)
+
+
+def check_table_sizes(program: A.Program, facts: dict, new: dict | None = None) -> None:
+    """Refuse base facts that do not fit their table's ``materialize`` size.
+
+    A table's size bounds the tuples it holds at one node (the value at its ``@``
+    argument; the whole table in a centralized program). PSN does not evict tuples to keep
+    a table within its size: base facts that would exceed it are an input error instead.
+
+    Parameters
+    ----------
+    program:
+        The parsed program (its ``materialize`` declarations and ``@`` positions).
+    facts:
+        ``pred -> iterable of tuples``: every base fact of a predicate, as they would be
+        after the update being checked.
+    new:
+        ``pred -> set of tuples`` the update inserts: the error names one of them at the
+        node over its size, if there is one.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        Naming the table, its size, the node and one of its facts.
+    """
+    for table in program.tables:
+        if table.size == float("inf") or not facts.get(table.pred):
+            continue
+        loc = next((a.loc for a in program.atoms() if a.pred == table.pred), None)
+        if loc is None:
+            loc = -1
+        per_node: dict = {}
+        for t in facts[table.pred]:
+            per_node.setdefault(t[loc] if loc >= 0 else None, []).append(t)
+        for node, rows in per_node.items():
+            if len(rows) > table.size:
+                fresh = (new or {}).get(table.pred, ())
+                example = next((t for t in rows if t in fresh), rows[-1])
+                where = "" if node is None else f" at node {format_value(node)}"
+                fact = table.pred + "(" + ", ".join(
+                    ("@" if i == loc else "") + format_value(v)
+                    for i, v in enumerate(example)) + ")"
+                raise InputError(
+                    f"table '{table.pred}' holds at most {format_value(table.size)} "
+                    f"{'tuple' if table.size == 1 else 'tuples'}"
+                    f"{' per node' if node is not None else ''} (its materialize size), but the base facts give it {len(rows)}{where}, e.g. {fact}",
+                    hint="raise its size or declare it infinity: PSN does not evict tuples")
 
 
 # -- safety ------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from typing import Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, monotone_error, monotone_ok, strata
 from ndlog.builtins import aggregate_value, format_value
+from ndlog.checks import check_table_sizes
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
 from ndlog.expr import compile_compare, compile_term
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
@@ -478,7 +479,9 @@ def _monotone_guard(rule: A.Rule, spec: AggSelSpec):
 def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
                ) -> dict[str, list[tuple]]:
     """The program's own facts plus ``facts``, with arities checked and primary keys of
-    ``materialize`` applied (a later tuple replaces an earlier one with the same key)."""
+    ``materialize`` applied (a later tuple replaces an earlier one with the same key); a
+    table given more tuples than its size is an input error
+    (:func:`ndlog.checks.check_table_sizes`)."""
     arities = program.arities()
     ordered: dict[str, dict] = {}
 
@@ -502,7 +505,9 @@ def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
             if not isinstance(row, (tuple, list)):
                 raise InputError(f"a fact of '{pred}' must be a tuple, got {row!r}")
             put(pred, tuple(_freeze(v) for v in row))
-    return {p: list(rows.values()) for p, rows in ordered.items()}
+    out = {p: list(rows.values()) for p, rows in ordered.items()}
+    check_table_sizes(program, out)
+    return out
 
 
 def _freeze(v):

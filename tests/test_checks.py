@@ -300,6 +300,15 @@ def test_keys_listed_once_and_at_least_one():
     assert "no key positions" in rejected("materialize(q, 1, 1, keys()).\nq(1, 2).").message
 
 
+def test_a_size_bound_only_on_a_base_table():
+    err = rejected("materialize(reachable, infinity, 5, keys(1, 2)).\n"
+                   "r1 reachable(@S, D) :- link(@S, D).")
+    assert at(err) == (1, 13) and "derived by rule r1" in err.message
+    assert err.hint == "declare its size infinity"
+    psn.parse("materialize(link, infinity, 5, keys(1, 2)).\n"
+              "r1 reachable(@S, D) :- link(@S, D).")
+
+
 def test_keys_of_an_unused_table_are_not_range_checked():
     psn.parse("materialize(q, 10, 100, keys(1, 7)).")
 

@@ -198,6 +198,8 @@ def gen_program(rng: random.Random) -> tuple[str, int, int, int]:
         keys = sorted(rng.sample(range(1, arity[pred] + 1), rng.randint(1, arity[pred])))
         life = rng.choice(["infinity", str(rng.randint(0, 100))])
         size = rng.choice(["infinity", str(rng.randint(0, 100))])
+        if pred in idb:
+            size = "infinity"              # a size bound is for base tables only
         lines.append(f"materialize({pred}, {life}, {size}, keys({', '.join(map(str, keys))})).")
         n_tables += 1
     for _ in range(rng.randint(0, 4)):

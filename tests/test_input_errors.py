@@ -455,3 +455,40 @@ def test_long_source_lines_are_cut_around_the_column():
     shown, caret = err.render().splitlines()[1:3]
     assert shown.startswith("    ...") and shown.endswith("...") and len(shown) < 120
     assert shown[caret.index("^")] == "$"
+
+
+# -- materialize sizes ------------------------------------------------------------------------
+
+SIZED = psn.parse("materialize(link, infinity, 2, keys(1, 2)).\n"
+                  "r1 reachable(@S, D) :- link(@S, D).\n"
+                  "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).")
+FULL = [(1, 2), (1, 3), (2, 1)]          # node 1 holds 2 links: its table is full
+
+
+def test_base_facts_past_a_table_size_are_an_input_error_in_the_reference():
+    assert psn.evaluate(SIZED, {"link": FULL})["reachable"] == {
+        (s, d) for s in (1, 2) for d in (1, 2, 3)}
+    with pytest.raises(InputError) as info:
+        psn.evaluate(SIZED, {"link": FULL + [(1, 4)]})
+    assert info.value.message == (
+        "table 'link' holds at most 2 tuples per node (its materialize size), but the base "
+        "facts give it 3 at node 1, e.g. link(@1, 4)")
+    assert "does not evict" in info.value.hint
+    keyed = psn.parse("materialize(link, infinity, 1, keys(1)).\nr1 reachable(@S, D) :- "
+                      "link(@S, D).")     # a keyed replacement keeps one tuple
+    assert psn.evaluate(keyed, {"link": [(1, 2), (1, 3)]})["reachable"] == {(1, 3)}
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "derivation", "dred"])
+def test_a_burst_past_a_table_size_is_refused_whole_and_loses_nothing(annotation):
+    from engine import Network
+    net = Network(SIZED, {"link": FULL}, annotation=annotation).run()
+    before = net.relations()
+    with pytest.raises(InputError, match=r"gives? it 3 at node 1, e\.g\. link\(@1, 5\)"):
+        net.apply([(1, "link", (2, 3)), (1, "link", (1, 5))])
+    assert net.base_facts() == {"link": set(FULL)}
+    assert net.run().relations() == before
+    net.apply([(1, "link", (2, 3)), (-1, "link", (1, 3)), (1, "link", (1, 5))]).run()
+    facts = {"link": {(1, 2), (2, 1), (2, 3), (1, 5)}}
+    assert net.base_facts() == facts
+    assert net.relations() == psn.evaluate(SIZED, facts)
