@@ -199,7 +199,8 @@ def monotone_error(spec: AggSelSpec, rule: A.Rule, head_var: str, body_var: str,
         f"along rule {rule.name}, but {head_var} = {format_value(new)} was derived from "
         f"{body_var} = {format_value(old)}",
         rule.span, hint="costs must be positive; evaluate with aggregate selection off "
-        "(--aggsel off, aggsel=False) to enumerate every path instead")
+        "(psn run and psn verify: --aggsel off; psn eval and psn reference: --no-aggsel; "
+        "Python: aggsel=False) to enumerate every path instead")
 
 
 def monotone_ok(func: str, new, old) -> bool:
