@@ -346,12 +346,12 @@ def _parse_phase(text: str, spec: str) -> Phase:
     args = [a.strip() for a in rest.split(",")] if rest.strip() else []
     try:
         if name in ("insert", "insert-links"):
-            fr = tuple(float(a) for a in args) or (1.0,)
+            fr = tuple(_number(float, a) for a in args) or (1.0,)
             if any(not 0 < f <= 1 for f in fr) or list(fr) != sorted(fr):
                 raise ValueError("fractions must increase within (0, 1]")
             return InsertLinks(fr)
         if name in ("delete-links", "delete"):
-            n = int(args[0]) if args else 20
+            n = _number(int, args[0]) if args else 20
             if n < 0:
                 raise ValueError("the number of deletions must be >= 0")
             return DeleteLinks(n)
@@ -378,21 +378,30 @@ def _parse_flap(rest: str) -> Flap:
     if len(parts) == 1:
         if "-" in parts[0]:
             return Flap(_link(parts[0]), 1)
-        return Flap(None, int(parts[0]))
+        return Flap(None, _number(int, parts[0]))
     if len(parts) != 2:
         raise ValueError("flap takes LINK:N, e.g. flap:3-7:5 or flap:random:5")
     link = None if parts[0] in ("random", "") else _link(parts[0])
-    n = int(parts[1])
+    n = _number(int, parts[1])
     if n < 1:
         raise ValueError("the number of flaps must be >= 1")
     return Flap(link, n)
+
+
+def _number(conv, text: str):
+    """``conv(text)`` (``int`` or ``float``), or a ValueError that names the text."""
+    try:
+        return conv(text)
+    except ValueError:
+        kind = "a whole number" if conv is int else "a number"
+        raise ValueError(f"{text.strip()!r} is not {kind}") from None
 
 
 def _link(text: str) -> tuple[int, int]:
     a, sep, b = text.partition("-")
     if not sep:
         raise ValueError(f"a link is U-V, not {text!r}")
-    u, v = int(a), int(b)
+    u, v = _number(int, a), _number(int, b)
     if u == v:
         raise ValueError(f"a link joins two different nodes, not {text!r}")
     return (u, v)
@@ -404,11 +413,11 @@ def _parse_sensors(args: list[str]) -> Sensors:
         key, eq, value = a.partition("=")
         key = key.strip()
         if key == "trigger":
-            trigger = float(value) if eq else 0.5
+            trigger = _number(float, value) if eq else 0.5
             if not 0 <= trigger <= 1:
                 raise ValueError("trigger is a fraction in [0, 1]")
         elif key == "untrigger":
-            untrigger = int(value) if eq and value.strip() not in ("", "all") else -1
+            untrigger = _number(int, value) if eq and value.strip() not in ("", "all") else -1
         else:
             raise ValueError(f"unknown sensors option {key!r} (trigger=F, untrigger[=K])")
     if not args:

@@ -492,3 +492,23 @@ def test_a_burst_past_a_table_size_is_refused_whole_and_loses_nothing(annotation
     facts = {"link": {(1, 2), (2, 1), (2, 3), (1, 5)}}
     assert net.base_facts() == facts
     assert net.relations() == psn.evaluate(SIZED, facts)
+
+
+# -- words where numbers go ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("options,message", [
+    (["--topology-option", "rows=x", "--topology-option", "cols=3"],
+     "error: bad --topology-option for 'grid': rows=x is not a number"),
+    (["--topology-option", "rows=3", "--topology-option", "cols=3",
+      "--workload", "all; delete-links:x"],
+     "error: bad workload phase 'delete-links:x' in 'all; delete-links:x': 'x' is not a whole "
+     "number"),
+    (["--topology-option", "rows=3", "--topology-option", "cols=3", "--workload", "insert:0.5,y"],
+     "'y' is not a number"),
+    (["--topology-option", "rows=3", "--topology-option", "cols=3", "--workload", "flap:1-b"],
+     "'b' is not a whole number")])
+def test_a_word_where_a_number_goes_is_named(options, message, capsys):
+    from psn.cli import main
+    assert main(["run", "examples/reachable.ndl", "--topology", "grid", *options]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "invalid literal" not in err

@@ -136,6 +136,11 @@ def _topology(args):
         return topologies.make(name, seed=seed if args.topology_seed is None
                                else args.topology_seed, **opts)
     except TypeError as exc:
+        words = [f"{k}={v}" for k, v in opts.items() if isinstance(v, str)]
+        if words:                           # a number option given a word: say so
+            raise InputError(f"bad --topology-option for {name!r}: "
+                             f"{', '.join(words)} is not a number",
+                             hint="give a number, e.g. --topology-option nodes=300") from None
         raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
 
 
