@@ -61,8 +61,11 @@ def _lit_ready(lit, bound: set[str]) -> bool:
 
 
 def _lit_binds(lit, bound: set[str]) -> str | None:
+    """The variable ``lit`` binds, or None when it is a test. An assignment to a variable
+    that is bound already is a test of equality: the delta rule of a negated atom binds
+    the atom's variables first, also one that the rule as written binds by ``V := e``."""
     if isinstance(lit, A.Assign):
-        return lit.var.name
+        return lit.var.name if lit.var.name not in bound else None
     if lit.op == "=" and isinstance(lit.left, A.Var) and not lit.left.anonymous \
             and lit.left.name not in bound:
         return lit.left.name
@@ -267,7 +270,9 @@ def _plan(rule: A.Rule, delta: int, cache: dict):
                 steps.append(("assign", name, fn))
                 bound.add(name)
             else:
-                steps.append(("test", compile_compare(x), None))
+                test = A.Compare("==", x.var, x.expr, x.span) if isinstance(x, A.Assign) \
+                    else x
+                steps.append(("test", compile_compare(test), None))
             continue
         atom = atoms[x]
         key_pos, key_parts, binds, same, post = _analyse_atom(atom, bound if k else set())

@@ -290,6 +290,33 @@ def test_reorder_lower_stratum_changes_after_convergence(annotation, scenario):
             _check(net, program, (delivery, batch, ship, seed, k))
 
 
+ASSIGNED = """
+r1 gap(@X, V) :- m(@X, W), not link(@X, V), V := X + W.
+r2 far(@X, V) :- m(@X, W), V = X + W, not link(@X, V).
+"""
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "derivation"])
+def test_a_negated_variable_bound_by_an_assignment_is_tested_not_reassigned(annotation):
+    """The delta rule of ``not link(@X, V)`` binds ``V`` from the absence that begins, so the
+    assignment ``V := X + W`` (or ``V = X + W``) is then a test: deleting a link of another
+    ``V`` must derive nothing. It used to overwrite ``V`` and derive ``gap(@2, 4)`` while
+    ``link(@2, 4)`` was present."""
+    program = psn.parse(ASSIGNED)
+    rng = random.Random(f"assigned-{annotation}")
+    for delivery, batch, _ in SCHEDULES:
+        net = Network(program, {"m": [(2, 2), (3, 1)], "link": [(2, 4), (2, 3), (3, 4)]},
+                      annotation=annotation, delivery=delivery, seed=rng.randrange(10**6),
+                      batch=batch).run()
+        _check(net, program, (delivery, batch, "initial"))
+        assert net.relations()["gap"] == set()
+        for burst in ([(-1, "link", (2, 3))], [(-1, "link", (3, 4)), (1, "link", (2, 3))],
+                      [(-1, "link", (2, 4)), (1, "link", (3, 5))], [(1, "m", (2, 3))]):
+            net.apply(burst).run()
+            _check(net, program, (delivery, batch, burst))
+        assert net.relations()["gap"] == net.relations()["far"] == {(2, 4), (3, 4), (2, 5)}
+
+
 @pytest.mark.parametrize("annotation", ["absorption", "derivation"])
 def test_reorder_overlapping_bursts(annotation):
     """Every burst injected before any runs: insertions into the negated relation race the
