@@ -12,9 +12,9 @@ an :class:`~ndlog.errors.InputError` naming the fact.
 :class:`Injector` is the front of every engine's bursts: it checks each update against the
 program (known predicate, arity, a location), records it in the ledger and turns what the
 ledger says into annotated updates addressed to the fact's node. A burst that would give a
-node more tuples of a table than its ``materialize`` size is refused whole: the ledger
-goes back to its state before the burst. The in-memory network, the
-simulator (through it) and the Ray driver all inject through one.
+node more tuples of a table than its ``materialize`` size is refused whole: the ledger goes
+back to its state before the burst. The in-memory network, the simulator (through it) and
+the Ray driver all inject through one.
 
 Deliberately not here: routing and delivery (the transports), evaluation.
 """
@@ -115,9 +115,9 @@ class Ledger:
                 dict(self.keyed), set(self.preds), self.seq)
 
     def restore(self, state: tuple) -> None:
-        """Go back to a state from :meth:`saved`."""
-        live, debts, keyed, preds, self.seq = state
-        self.live, self.debts, self.keyed, self.preds = live, debts, keyed, preds
+        """Go back to a state from :meth:`saved`, except that insertion numbers handed out
+        since stay used (a number is never given to two insertions)."""
+        self.live, self.debts, self.keyed, self.preds, _ = state
 
 
 class Injector:

@@ -373,24 +373,29 @@ def check_table_sizes(program: A.Program, facts: dict, new: dict | None = None) 
         if table.size == float("inf") or not facts.get(table.pred):
             continue
         loc = next((a.loc for a in program.atoms() if a.pred == table.pred), None)
-        if loc is None:
-            loc = -1
         per_node: dict = {}
         for t in facts[table.pred]:
-            per_node.setdefault(t[loc] if loc >= 0 else None, []).append(t)
+            per_node.setdefault(None if loc is None else t[loc], []).append(t)
         for node, rows in per_node.items():
             if len(rows) > table.size:
                 fresh = (new or {}).get(table.pred, ())
                 example = next((t for t in rows if t in fresh), rows[-1])
-                where = "" if node is None else f" at node {format_value(node)}"
-                fact = table.pred + "(" + ", ".join(
-                    ("@" if i == loc else "") + format_value(v)
-                    for i, v in enumerate(example)) + ")"
-                raise InputError(
-                    f"table '{table.pred}' holds at most {format_value(table.size)} "
-                    f"{'tuple' if table.size == 1 else 'tuples'}"
-                    f"{' per node' if node is not None else ''} (its materialize size), but the base facts give it {len(rows)}{where}, e.g. {fact}",
-                    hint="raise its size or declare it infinity: PSN does not evict tuples")
+                raise _size_error(table, node, len(rows), example, loc)
+
+
+def _size_error(table: A.Materialize, node, count: int, example: tuple,
+                loc: int | None) -> InputError:
+    fact = table.pred + "(" + ", ".join(("@" if i == loc else "") + format_value(v)
+                                        for i, v in enumerate(example)) + ")"
+    bound = count_noun(table.size, "tuple")
+    if node is None:
+        where = f"holds at most {bound} (its materialize size), but the base facts give it " \
+                f"{count}"
+    else:
+        where = f"holds at most {bound} per node (its materialize size), but the base " \
+                f"facts give it {count} at node {format_value(node)}"
+    return InputError(f"table '{table.pred}' {where}, e.g. {fact}",
+                      hint="raise its size or declare it infinity: PSN does not evict tuples")
 
 
 # -- safety ------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from ndlog.builtins import format_value
 from ndlog.errors import EvaluationError, InputError, Span
 from ndlog.text import count_noun
 
-__all__ = ["program_shapes", "select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
-           "read_facts_file", "read_facts_files", "jsonable", "program_locations"]
+__all__ = ["select_relations", "sort_key", "sorted_tuples", "relations_to_json", "render_relations",
+           "read_facts_file", "read_facts_files", "jsonable", "program_locations",
+           "program_shapes"]
 
 
 def sort_key(value):
