@@ -21,14 +21,15 @@ Deliberately not here: assertions (see tests/test_bdd.py), the engine's traffic
 (``bench/bench_provenance.py``).
 
 Run: ``python -m bench.bench_bdd [--repeat N]`` or ``python -m bench.bench_bdd --ts100
-[--budget S]`` (``--ts100`` needs networkx, in the ``bench`` extra). Recorded figures:
-``bench/RESULTS.md``.
+[--budget S] [--fractions F ...] [--orders ORDER ...] [--no-pairs]`` (``--ts100`` needs
+networkx, in the ``bench`` extra). Recorded figures: ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -154,13 +155,17 @@ def _ts100_child(fraction: float, order: str, queue) -> None:
     full_provenance(arrange(ts100_links(fraction)), reorder, queue.put)
 
 
-def ts100_rows(budget: float) -> list[list]:
+#: The fractions of ts100's links ``--ts100`` runs by default.
+FRACTIONS = (0.5, 0.65, 0.8, 1.0)
+
+
+def ts100_rows(budget: float, fractions=FRACTIONS, orders=tuple(ORDERS)) -> list[list]:
     """One row per (fraction, order): the last round reported within ``budget``."""
     import multiprocessing as mp
     import queue as queues
     rows = []
-    for fraction in (0.5, 0.65, 0.8, 1.0):
-        for order in ORDERS:
+    for fraction in fractions:
+        for order in orders:
             fork = mp.get_context("fork")
             q = fork.Queue()
             proc = fork.Process(target=_ts100_child, args=(fraction, order, q))
@@ -249,18 +254,30 @@ def main(argv=None) -> int:
                     help="the whole provenance of reachable on ts100 instead")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="--ts100: seconds per fixpoint (default 120)")
+    ap.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS),
+                    metavar="F", help="--ts100: fractions of the links (default: %(default)s)")
+    ap.add_argument("--orders", nargs="+", choices=list(ORDERS), default=list(ORDERS),
+                    metavar="ORDER", help="--ts100: variable orders, of: " + ", ".join(
+                        repr(o) for o in ORDERS) + " (default: all)")
+    ap.add_argument("--no-pairs", action="store_true",
+                    help="--ts100: skip the end results of the seeded pairs")
     args = ap.parse_args(argv)
+    if any(not 0 < f <= 1 for f in args.fractions):
+        ap.error("--fractions are in (0, 1]")
     if args.ts100:
         try:
             import networkx  # noqa: F401  (the pairs' simple paths)
         except ImportError:
             raise SystemExit('--ts100 needs networkx: pip install -e ".[bench]"') from None
         print_header("Whole absorption provenance of reachable on ts100, central",
-                     f"python -m bench.bench_bdd --ts100 --budget {args.budget:g}")
-        rows = ts100_rows(args.budget)
+                     "python -m bench.bench_bdd " + shlex.join(argv if argv is not None
+                                                               else sys.argv[1:]))
+        rows = ts100_rows(args.budget, args.fractions, args.orders)
         print_table(["links", "link tuples", "order", "rounds", "tuples", "manager nodes",
                      "largest BDD", "fixpoint s"], rows)
         print("# a stopped row gives the last round completed within the budget")
+        if args.no_pairs:
+            return 0
         print()
         print_table(["pair (every link)", "simple paths", "BDD nodes, link order",
                      "BDD nodes, depth-first"], pair_rows())
