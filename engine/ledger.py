@@ -68,7 +68,7 @@ class Ledger:
             key = self._key(pred, tup)
             if key is not None:
                 old = self.keyed.get(key)
-                if old is not None:
+                if old is not None and old != tup:     # the same tuple again replaces nothing
                     out.extend((-1, old, seq) for seq in self.live.pop((pred, old), []))
                 self.keyed[key] = tup
             self.seq += 1
@@ -99,6 +99,21 @@ class Ledger:
             (pred, tup), _ = next(iter(self.debts.items()))
             raise InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base "
                              f"fact (no insertion of it is left to delete)")
+
+    def replacement(self, burst) -> tuple[str, tuple, tuple] | None:
+        """The first ``(pred, old, new)`` where an insertion of ``burst`` would replace a
+        stored tuple ``old`` with the same key by another, ``new`` (a deletion no burst item
+        spells out), or None. Read-only."""
+        keyed: dict = {}
+        for sign, pred, tup in burst:
+            key = self._key(pred, tup) if sign > 0 else None
+            if key is None:
+                continue
+            old = keyed.get(key, self.keyed.get(key))
+            if old is not None and old != tup:
+                return pred, old, tup
+            keyed[key] = tup
+        return None
 
     def facts(self, preds=None) -> dict[str, set[tuple]]:
         """The current base facts (every fact with a live insertion), of ``preds`` only if
@@ -208,13 +223,26 @@ class Injector:
             hint="use --annotation absorption, run the updates in separate bursts, or "
             "--unsafe to run it unchecked")
 
+    def _check_deletions(self, burst) -> None:
+        """Refuse a burst that deletes a fact, or replaces a keyed tuple (a deletion too),
+        when the scheme cannot make deletions exact on this program."""
+        if self.resolved is None or self.resolved.deletion_problem is None:
+            return
+        if any(sign < 0 for sign, _, _ in burst):
+            self.resolved.check_deletions(self.program, "a burst deletes a fact")
+        replaced = self.ledger.replacement(burst)
+        if replaced is not None:
+            pred, old, new = replaced
+            self.resolved.check_deletions(
+                self.program, f"{self.describe(pred, new)} replaces {self.describe(pred, old)}"
+                ", which has the same key")
+
     def updates(self, burst) -> dict:
         """``{node: [(sign, pred, tuple, annotation), ...]}`` for a burst of
         ``(sign, pred, tuple)`` items, in burst order per node."""
         pending: dict = {}
         location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
-        if self.resolved is not None and any(sign < 0 for sign, _, _ in burst):
-            self.resolved.check_deletions(self.program, "a burst deletes a fact")
+        self._check_deletions(burst)
         sized = {pred for sign, pred, _ in burst if sign > 0 and pred in self.sized}
         saved = (self.ledger.saved(), dict(self._in_flight)) if sized else None
         self._check_unordered(burst)

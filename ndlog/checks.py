@@ -350,7 +350,8 @@ def check_table_sizes(program: A.Program, facts: dict, new: dict | None = None) 
     """Refuse base facts that do not fit their table's ``materialize`` size.
 
     A table's size bounds the tuples it holds at one node (the value at its ``@``
-    argument; the whole table in a centralized program). PSN does not evict tuples to keep
+    argument, or its first argument if no atom of the program uses it; the whole table in
+    a centralized program). PSN does not evict tuples to keep
     a table within its size: base facts that would exceed it are an input error instead.
 
     Parameters
@@ -372,7 +373,8 @@ def check_table_sizes(program: A.Program, facts: dict, new: dict | None = None) 
     for table in program.tables:
         if table.size == float("inf") or not facts.get(table.pred):
             continue
-        loc = next((a.loc for a in program.atoms() if a.pred == table.pred), None)
+        loc = next((a.loc for a in program.atoms() if a.pred == table.pred),
+                   0 if program.distributed else None)   # unread: its first argument
         per_node: dict = {}
         for t in facts[table.pred]:
             per_node.setdefault(None if loc is None else t[loc], []).append(t)

@@ -151,6 +151,8 @@ class Simulation:
         self._size_cache: dict = {}
         self.expired = 0
         if self.program.facts:        # facts in the program text: the engine queued them
+            self._expiries([], [(f.pred, f.values, life) for f in self.program.facts
+                                for life in [self._lifetime(f.pred)] if life is not None])
             self._run_step(Step("program facts"), check=False)
 
     def __repr__(self) -> str:
@@ -277,9 +279,10 @@ class Simulation:
             self._wait(step.advance)
         t0 = self.clock.now()
         tr.last_done = t0
-        burst = self._burst(step)
+        burst, soft = self._burst(step)
         if burst:
-            self.net.apply(burst)
+            self.net.apply(burst)           # a refused burst raises: no expiry changes
+        self._expiries(burst, soft)
         self.net.run(heartbeat=self._heartbeat(step.label))
         sim_time = max(tr.last_done, self.clock.now()) - t0
         wall = time.perf_counter() - wall0
@@ -307,26 +310,41 @@ class Simulation:
         if clock.now() < target:
             clock.run(until=target)
 
-    def _burst(self, step: Step) -> list:
-        """Updates of a step, with soft-state bookkeeping (refresh and expiry)."""
+    def _burst(self, step: Step) -> tuple[list, list]:
+        """The updates of a step (its deletions, then its insertions), and the soft-state
+        facts ``(pred, tuple, lifetime)`` whose lifetime (re)starts with it. A soft-state
+        fact present before the step, and not deleted by it, is refreshed: its lifetime
+        restarts and no insertion is sent (so is a second insertion within the step)."""
         burst = []
+        deleted = set()
         for pred, rows in step.delete.items():
             for t in rows:
-                self._cancel_expiry(pred, t)
+                deleted.add((pred, t))
                 burst.append((-1, pred, t))
         present = None
+        soft: dict = {}
         for pred, rows in step.insert.items():
             life = self._lifetime(pred)
             for t in rows:
                 if life is not None:
                     if present is None:
                         present = self.base_facts()
-                    fresh = t not in present.get(pred, ())
-                    self._schedule_expiry(pred, t, life)
-                    if not fresh:
-                        continue          # a refresh: the fact stays, its lifetime restarts
+                    refresh = (t in present.get(pred, ()) and (pred, t) not in deleted) \
+                        or (pred, t) in soft
+                    soft[(pred, t)] = life
+                    if refresh:
+                        continue          # the fact stays, its lifetime restarts
                 burst.append((1, pred, t))
-        return burst
+        return burst, [(pred, t, life) for (pred, t), life in soft.items()]
+
+    def _expiries(self, burst: list, soft: list) -> None:
+        """After a burst is accepted: a deleted fact's expiry is cancelled, and a
+        soft-state fact inserted or refreshed expires its lifetime from now."""
+        for sign, pred, t in burst:
+            if sign < 0:
+                self._cancel_expiry(pred, t)
+        for pred, t, life in soft:
+            self._schedule_expiry(pred, t, life)
 
     def _lifetime(self, pred: str) -> float | None:
         table = self.program.table(pred)
@@ -345,10 +363,13 @@ class Simulation:
             self.clock.cancel(ev)
 
     def _expire(self, pred: str, tup: tuple) -> None:
-        """Soft state: the fact's lifetime ran out; its deletion is a base update now."""
+        """Soft state: the fact's lifetime ran out; its deletion is a base update now
+        (nothing, if a keyed insertion has replaced it meanwhile)."""
         self._expiry.pop((pred, tup), None)
-        self.expired += 1
-        self.net.apply([(-1, pred, tup)])
+        live = len(self.net.ledger.live.get((pred, tup), ()))
+        if live:
+            self.expired += 1
+            self.net.apply([(-1, pred, tup)] * live)
 
     # ------------------------------------------------------------------ measuring
 

@@ -15,6 +15,7 @@ import pytest
 import psn
 from engine.placement import Placement
 from engine import CENTRAL, Network, Node, prepare, split_aggregates
+from engine.guards import UnsafeAnnotationError
 from ndlog.errors import InputError, LocalizationError
 
 REACH = """
@@ -219,6 +220,42 @@ def test_keyed_table_replaces_by_key():
     net.apply(["route(@a, b, 3)"]).run()
     assert net.relations()["best"] == {("a", "b", 3)}
     assert net.base_facts()["route"] == {("a", "b", 3)}
+
+
+def test_the_same_tuple_again_replaces_nothing_in_a_keyed_table():
+    """A re-insertion of the stored tuple counts as one more insertion, as in an undeclared
+    table (keys on every column are the undeclared default), not as a deletion and an
+    insertion: set semantics, which has no deletions to make here, gave two = {} (the
+    deletion overtook the first insertion's derivations) under some delivery orders."""
+    two = "r1 two(@X, Y) :- link(@X, Z), link(@Z, Y).\n"
+    for declare in ("", "materialize(link, infinity, infinity, keys(1, 2)).\n",
+                    "materialize(link, infinity, infinity, keys(1)).\n"):
+        for seed in range(6):
+            net = Network(declare + two, {"link": [(3, 4), (4, 3)]}, annotation="set",
+                          delivery="random", seed=seed)
+            net.apply([(1, "link", (3, 4))]).run()
+            assert net.relations()["two"] == {(3, 3), (4, 4)}, (declare, seed)
+        net = Network(declare + two, annotation="absorption")
+        net.apply([(1, "link", (0, 1)), (1, "link", (0, 1))]).run()
+        net.apply([(-1, "link", (0, 1))]).run()
+        assert net.base_facts() == {"link": {(0, 1)}}, declare
+
+
+def test_set_semantics_refuses_a_keyed_replacement_it_cannot_make_exact():
+    """Replacing a keyed tuple deletes it: under set semantics, on a program where a
+    deletion is not exact, the burst is refused as an explicit deletion is (it used to
+    lose r(1, 2) although m(1, 2) still derives it)."""
+    prog = ("materialize(w, infinity, infinity, keys(1, 3)).\n"
+            "r1 r(@X, Y) :- w(@X, Y, _).\nr2 r(@X, Y) :- m(@X, Y).\n")
+    net = Network(prog, {"w": [(1, 2, 5)], "m": [(1, 2)]}, annotation="set").run()
+    with pytest.raises(UnsafeAnnotationError, match=r"w\(@1, 3, 5\) replaces w\(@1, 2, 5\)"):
+        net.apply([(1, "w", (1, 3, 5))])
+    assert net.base_facts()["w"] == {(1, 2, 5)}
+    net.apply([(1, "w", (1, 2, 5)), (1, "w", (1, 4, 6))]).run()   # no replacement: runs
+    assert net.relations()["r"] == {(1, 2), (1, 4)}
+    exact = Network(prog, {"w": [(1, 2, 5)], "m": [(1, 2)]}, annotation="absorption").run()
+    exact.apply([(1, "w", (1, 3, 5))]).run()
+    assert exact.relations()["r"] == {(1, 2), (1, 3)}
 
 
 def test_wrong_arity_is_an_input_error():

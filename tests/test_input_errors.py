@@ -512,3 +512,11 @@ def test_a_word_where_a_number_goes_is_named(options, message, capsys):
     assert main(["run", "examples/reachable.ndl", "--topology", "grid", *options]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and "invalid literal" not in err
+
+
+def test_the_size_of_a_table_no_rule_reads_is_per_node_too():
+    """Its node is its first argument, where the engine would route its facts."""
+    program = psn.parse("materialize(link, infinity, 2, keys(1, 2)).\nr1 p(@X) :- m(@X, _).\n")
+    psn.evaluate(program, {"link": [(1, 2), (2, 3), (3, 4), (1, 3)]})
+    with pytest.raises(InputError, match=r"3 at node 1, e\.g\. link\(@1, 4\)"):
+        psn.evaluate(program, {"link": [(1, 2), (1, 3), (1, 4)]})

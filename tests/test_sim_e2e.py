@@ -16,6 +16,7 @@ import pytest
 
 import psn
 import topologies
+from ndlog.errors import InputError
 from psn.cli import main
 from sim import Placement, Simulation
 
@@ -136,6 +137,39 @@ def test_soft_state_expires_at_its_virtual_time():
     assert s.relations()["reachable"] == set()
     injected = [(t[1], t[3]) for t in s.transport.trace if t[0] == "send" and t[2] is None]
     assert injected[-2:] == [(5.0, 1), (8.0, 0)]
+
+
+def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts():
+    """Expiries follow what the engine accepted: a fact deleted and re-inserted in one step
+    is present and expires from then; a keyed replacement's old tuple does not expire
+    (it is gone already); a refused step schedules and cancels nothing; a soft fact in the
+    program text expires too; every step equals the reference."""
+    def sim_of(text: str) -> Simulation:
+        return Simulation(psn.parse(text + "r1 reach(@S, D) :- link(@S, D).\n"), None,
+                          annotation="absorption", delivery="random", seed=1)
+    s = sim_of("materialize(link, 5, infinity, keys(1, 2)).\n")
+    s.step(insert={"link": [(1, 2)]})
+    s.clock.run(until=2.0)
+    assert s.step(insert={"link": [(1, 2)]}, delete={"link": [(1, 2)]}, check=True).check
+    assert s.base_facts() == {"link": {(1, 2)}}
+    assert s.advance(4.5, check=True).check and s.expired == 0      # t = 6.5 < 7
+    assert s.advance(1.0, check=True).check and s.base_facts() == {}
+    keyed = sim_of("materialize(link, 5, infinity, keys(1)).\n")
+    keyed.step(insert={"link": [(1, 2)]})
+    keyed.clock.run(until=1.0)
+    keyed.step(insert={"link": [(1, 3)]})                            # replaces (1, 2)
+    assert keyed.advance(4.5, check=True).check                      # t = 5.5
+    assert keyed.expired == 0 and keyed.base_facts() == {"link": {(1, 3)}}
+    assert keyed.advance(1.0, check=True).check and keyed.expired == 1
+    sized = sim_of("materialize(link, 5, 1, keys(1, 2)).\n")
+    sized.step(insert={"link": [(1, 2)]})
+    with pytest.raises(InputError, match="holds at most 1 tuple per node"):
+        sized.step(insert={"link": [(1, 3), (1, 4)]}, delete={"link": [(1, 2)]})
+    assert sized.advance(5.5, check=True).check and sized.base_facts() == {}
+    text = sim_of("materialize(link, 5, infinity, keys(1, 2)).\nlink(@1, 2).\n")
+    assert text.base_facts() == {"link": {(1, 2)}}
+    assert text.advance(6.0, check=True).check and text.expired == 1
+    assert text.relations()["reach"] == set()
 
 
 def test_virtual_time_and_latency_shape_convergence():
