@@ -100,6 +100,9 @@ class VerifyResult:
             verdict = ("reorder-tolerant on this scope: every delivery order explored"
                        if self.complete else
                        "no counterexample found (the search did not cover every order)")
+        elif self.mode == "fifo":          # no delivery order is to blame
+            verdict = ("NOT correct even in FIFO order (no reordering involved): "
+                       f"{self.counterexample.message}")
         else:
             verdict = f"NOT reorder-tolerant: {self.counterexample.message}"
         search = ("the FIFO schedule (it fails without any reordering)"
