@@ -50,7 +50,8 @@ class Ledger:
         self.preds: set[str] = set()
         self.seq = 0
 
-    def _key(self, pred: str, tup: tuple):
+    def key(self, pred: str, tup: tuple):
+        """``(pred, key values)`` of a tuple of a keyed table, or None (not keyed)."""
         table = self.program.table(pred)
         if table is None or not table.keys:
             return None
@@ -65,7 +66,7 @@ class Ledger:
         self.preds.add(pred)
         out: list[tuple[int, tuple, int]] = []
         if sign > 0:
-            key = self._key(pred, tup)
+            key = self.key(pred, tup)
             if key is not None:
                 old = self.keyed.get(key)
                 if old is not None and old != tup:     # the same tuple again replaces nothing
@@ -88,15 +89,17 @@ class Ledger:
         seq = seqs.pop(0)
         if not seqs:
             del self.live[fact]
-            key = self._key(pred, tup)
+            key = self.key(pred, tup)
             if key is not None and self.keyed.get(key) == tup:
                 del self.keyed[key]
         return [(-1, tup, seq)]
 
     def check(self) -> None:
-        """Raise :class:`InputError` for a deletion no insertion has matched."""
+        """Raise :class:`InputError` for a deletion no insertion has matched; the
+        unmatched deletions are dropped (they deleted nothing), so the ledger can go on."""
         if self.debts:
             (pred, tup), _ = next(iter(self.debts.items()))
+            self.debts.clear()
             raise InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base "
                              f"fact (no insertion of it is left to delete)")
 
@@ -106,7 +109,7 @@ class Ledger:
         spells out), or None. Read-only."""
         keyed: dict = {}
         for sign, pred, tup in burst:
-            key = self._key(pred, tup) if sign > 0 else None
+            key = self.key(pred, tup) if sign > 0 else None
             if key is None:
                 continue
             old = keyed.get(key, self.keyed.get(key))

@@ -25,6 +25,7 @@ Nothing here reads the wall clock except to report wall time.
 from __future__ import annotations
 
 from ndlog.check import verdict
+from ndlog.errors import InputError
 from ndlog.text import count_noun
 from ndlog.reference import evaluate as _python_reference
 
@@ -315,22 +316,32 @@ class Simulation:
         facts ``(pred, tuple, lifetime)`` whose lifetime (re)starts with it. A soft-state
         fact present before the step, and not deleted by it, is refreshed: its lifetime
         restarts and no insertion is sent (so is a second insertion within the step)."""
+        ledger = self.net.ledger
         burst = []
-        deleted = set()
+        deleted: dict = {}
         for pred, rows in step.delete.items():
             for t in rows:
-                deleted.add((pred, t))
+                n = deleted[(pred, t)] = deleted.get((pred, t), 0) + 1
+                if n > len(ledger.live.get((pred, t), ())):   # refused before any change
+                    raise InputError(f"cannot delete {self.net.injector.describe(pred, t)}: "
+                                     "it is not a base fact (no insertion of it is left to "
+                                     "delete)")
                 burst.append((-1, pred, t))
         present = None
         soft: dict = {}
+        keyed: dict = {}                  # key -> the step's latest tuple with that key
         for pred, rows in step.insert.items():
             life = self._lifetime(pred)
             for t in rows:
+                key = ledger.key(pred, t)
+                replaced = key is not None and keyed.get(key, t) != t
+                if key is not None:
+                    keyed[key] = t
                 if life is not None:
                     if present is None:
                         present = self.base_facts()
-                    refresh = (t in present.get(pred, ()) and (pred, t) not in deleted) \
-                        or (pred, t) in soft
+                    refresh = not replaced and (pred, t) not in deleted and \
+                        (t in present.get(pred, ()) or (pred, t) in soft)
                     soft[(pred, t)] = life
                     if refresh:
                         continue          # the fact stays, its lifetime restarts

@@ -258,6 +258,18 @@ def test_set_semantics_refuses_a_keyed_replacement_it_cannot_make_exact():
     assert exact.relations()["r"] == {(1, 2), (1, 3)}
 
 
+def test_a_deletion_of_no_base_fact_is_refused_and_forgotten():
+    """The run that finds it unmatched raises; the deletion deleted nothing, so the next
+    run goes on and a later insertion of the fact is not cancelled by it."""
+    net = Network(REACH, {"link": [("a", "b")]}).run()
+    net.apply([(-1, "link", ("b", "c"))])
+    with pytest.raises(InputError, match=r"cannot delete link\(@b, c\)"):
+        net.run()
+    net.apply([(1, "link", ("b", "c"))]).run()
+    assert net.base_facts() == {"link": {("a", "b"), ("b", "c")}}
+    assert net.relations()["reachable"] == {("a", "b"), ("b", "c"), ("a", "c")}
+
+
 def test_wrong_arity_is_an_input_error():
     with pytest.raises(InputError, match="arity"):
         Network(REACH, {"link": [("a", "b", "c")]})

@@ -166,6 +166,16 @@ def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts()
     with pytest.raises(InputError, match="holds at most 1 tuple per node"):
         sized.step(insert={"link": [(1, 3), (1, 4)]}, delete={"link": [(1, 2)]})
     assert sized.advance(5.5, check=True).check and sized.base_facts() == {}
+    keyed.step(insert={"link": [(1, 4), (1, 3)]})
+    keyed.step(insert={"link": [(1, 5), (1, 3)]})       # replaced, then back in one step:
+    assert keyed.base_facts() == {"link": {(1, 3)}}     # an insertion, not a refresh
+    with pytest.raises(InputError, match=r"cannot delete link\(@1, 3\)"):
+        keyed.step(delete={"link": [(1, 3), (1, 3)]})   # one insertion, deleted twice
+    assert keyed.advance(6.0, check=True).check and keyed.base_facts() == {}
+    with pytest.raises(InputError, match=r"cannot delete link\(@1, 3\)"):
+        keyed.step(delete={"link": [(1, 3)]})           # expired already: refused whole,
+    assert keyed.step(insert={"link": [(1, 3)]}, check=True).check   # and forgotten
+    assert keyed.base_facts() == {"link": {(1, 3)}}
     text = sim_of("materialize(link, 5, infinity, keys(1, 2)).\nlink(@1, 2).\n")
     assert text.base_facts() == {"link": {(1, 2)}}
     assert text.advance(6.0, check=True).check and text.expired == 1
