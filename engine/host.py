@@ -192,8 +192,11 @@ class Host:
                 return polls
             if self.flush():
                 continue
-            if self.phases is None or not self.phases.at_quiescence(self):
-                return polls
+            if self.phases is not None and self.phases.at_quiescence(self):
+                continue
+            if tr.in_flight():      # a barrier let virtual time pass, and a soft-state
+                continue            # expiry sent a deletion meanwhile
+            return polls
 
     def _timer_flush(self) -> None:
         """Flush the send stages when the period has passed on the transport's clock."""

@@ -182,6 +182,23 @@ def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts()
     assert text.relations()["reach"] == set()
 
 
+@pytest.mark.parametrize("annotation", ["relative", "dred", "absorption"])
+def test_an_expiry_during_a_barrier_is_delivered_before_the_step_ends(annotation):
+    """A phased scheme's barriers and traversal take virtual time; a soft fact that expires
+    meanwhile sends its deletion then, and the run goes on until it is processed (relative
+    provenance used to end the step with m(@3, 0) still present)."""
+    program = psn.parse("materialize(m, 1, infinity, keys(1, 2)).\n"
+                        "d1 two(@X, Y) :- link(@X, Z), link(@Z, Y).\n"
+                        "d2 deg(@X, sum<V>) :- two(@X, Y), m(@Y, V).\n")
+    s = Simulation(program, None, annotation=annotation, delivery="fifo", seed=1, workers=1)
+    s.step(insert={"link": [(3, 2)], "m": [(3, 0)]})
+    s.advance(0.999 - s.now)                    # m(@3, 0) expires at 1 s, within the step
+    step = s.step(insert={"link": [(3, 2)]}, delete={"link": [(3, 2)]}, check=True)
+    assert step.check, step.diff                # (DRed's step ends before 1 s)
+    assert s.advance(max(0.0, 1.5 - s.now), check=True).check
+    assert s.expired == 1 and "m" not in s.base_facts() and s.relations()["m"] == set()
+
+
 def test_virtual_time_and_latency_shape_convergence():
     """A line's convergence grows with its latency; the sum of steps is the clock."""
     times = []
