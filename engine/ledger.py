@@ -100,8 +100,12 @@ class Ledger:
         if self.debts:
             (pred, tup), _ = next(iter(self.debts.items()))
             self.debts.clear()
-            raise InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base "
-                             f"fact (no insertion of it is left to delete)")
+            raise self.unmatched(pred, tup)
+
+    def unmatched(self, pred: str, tup: tuple) -> InputError:
+        """The error of a deletion of ``pred(tup)`` that no live insertion matches."""
+        return InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base fact "
+                          f"(no insertion of it is left to delete)")
 
     def replacement(self, burst) -> tuple[str, tuple, tuple] | None:
         """The first ``(pred, old, new)`` where an insertion of ``burst`` would replace a

@@ -25,7 +25,6 @@ Nothing here reads the wall clock except to report wall time.
 from __future__ import annotations
 
 from ndlog.check import verdict
-from ndlog.errors import InputError
 from ndlog.text import count_noun
 from ndlog.reference import evaluate as _python_reference
 
@@ -314,8 +313,10 @@ class Simulation:
     def _burst(self, step: Step) -> tuple[list, list]:
         """The updates of a step (its deletions, then its insertions), and the soft-state
         facts ``(pred, tuple, lifetime)`` whose lifetime (re)starts with it. A soft-state
-        fact present before the step, and not deleted by it, is refreshed: its lifetime
-        restarts and no insertion is sent (so is a second insertion within the step)."""
+        fact present before the step, and neither deleted by it nor replaced by an earlier
+        keyed insertion of it, is refreshed: its lifetime restarts and no insertion is sent
+        (so is a second insertion within the step). A deletion of a fact that is not a base
+        fact refuses the step before anything changes."""
         ledger = self.net.ledger
         burst = []
         deleted: dict = {}
@@ -323,9 +324,7 @@ class Simulation:
             for t in rows:
                 n = deleted[(pred, t)] = deleted.get((pred, t), 0) + 1
                 if n > len(ledger.live.get((pred, t), ())):   # refused before any change
-                    raise InputError(f"cannot delete {self.net.injector.describe(pred, t)}: "
-                                     "it is not a base fact (no insertion of it is left to "
-                                     "delete)")
+                    raise ledger.unmatched(pred, t)
                 burst.append((-1, pred, t))
         present = None
         soft: dict = {}
