@@ -195,6 +195,12 @@ class Flap(Phase):
             if not ctx.topology.has_link(u, v):
                 raise InputError(f"flap: the topology has no link {u}-{v}")
         tuples = ctx.link_tuples(u, v)
+        present = ctx.base.get("link", ())
+        if self.link is not None and not all(t in present for t in tuples):
+            raise InputError(f"flap: link {u}-{v} is not a base fact now (not inserted yet, "
+                             f"or expired), so it cannot go down",
+                             hint="flap a link after the phase that inserts it (e.g. 'all; "
+                             f"flap:{u}-{v}:1'), or flap:random:N (a present link)")
         for i in range(self.n):
             yield Step(f"flap {u}-{v} down", delete={"link": tuples})
             yield Step(f"flap {u}-{v} up", insert={"link": tuples})

@@ -520,3 +520,20 @@ def test_the_size_of_a_table_no_rule_reads_is_per_node_too():
     psn.evaluate(program, {"link": [(1, 2), (2, 3), (3, 4), (1, 3)]})
     with pytest.raises(InputError, match=r"3 at node 1, e\.g\. link\(@1, 4\)"):
         psn.evaluate(program, {"link": [(1, 2), (1, 3), (1, 4)]})
+
+
+def test_a_flap_of_a_link_that_is_not_there_is_refused_after_the_steps_before_it(capsys):
+    """The steps that ran are printed; the error names the link and the fix."""
+    from psn.cli import main
+    assert main(["run", "examples/reachable.ndl", "--topology", "ring", "--topology-option",
+                 "n=6", "--workload", "insert:0.25;flap:0-1:1", "--seed", "1",
+                 "--check"]) == 2
+    captured = capsys.readouterr()
+    assert "-- stopped before step 1; the steps before it:" in captured.out
+    assert "insert 0.25" in captured.out and "check: ok" in captured.out
+    assert "error: flap: link 0-1 is not a base fact now" in captured.err
+    assert main(["run", "examples/reachable.ndl", "--topology", "line", "--topology-option",
+                 "n=1", "--workload", "flap:1-2:1"]) == 2
+    captured = capsys.readouterr()
+    assert "error: flap: the topology has no link 1-2" in captured.err
+    assert "Traceback" not in captured.err

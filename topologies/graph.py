@@ -221,7 +221,9 @@ class Topology:
         return len(self._adj[u])
 
     def has_link(self, u: int, v: int) -> bool:
-        return v in self._adj[u]
+        """True if ``u`` and ``v`` are nodes joined by a link (False for a node id the
+        topology does not have)."""
+        return 0 <= u < len(self._adj) and v in self._adj[u]
 
     def link(self, u: int, v: int) -> Link:
         """The link between ``u`` and ``v`` (either order); ``KeyError`` if there is none."""

@@ -255,8 +255,8 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     bar = _progress(args)
     rows = []
     try:
-        for label, burst, advance in plan_steps(args, runner, program, topology, facts,
-                                                bursts):
+        for label, burst, advance in _printing_done_steps(
+                runner, rows, plan_steps(args, runner, program, topology, facts, bursts)):
             row = _guarded_step(runner, rows, label, burst, advance)
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
@@ -273,6 +273,20 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     if args.metrics:
         runner.sim.write_metrics(args.metrics)
     return rows
+
+
+def _printing_done_steps(runner, rows: list[dict], steps):
+    """``steps``, except that when the workload refuses a later step (an ``InputError``,
+    e.g. a flap of a link that is not present then), the steps completed so far are
+    printed before the error propagates."""
+    from ndlog.errors import InputError
+    try:
+        yield from steps
+    except InputError:
+        if rows:
+            print(f"-- stopped before step {len(rows)}; the steps before it:")
+            print_table(runner.describe(), rows)
+        raise
 
 
 def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float) -> dict:
