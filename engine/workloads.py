@@ -51,19 +51,33 @@ SPEC_HELP = ("phases joined by ';': insert[:F1,F2,...] | delete-links:N | "
 @dataclass
 class Step:
     """One burst: facts to insert and delete (``pred -> list of tuples``), injected
-    together after ``advance`` simulated seconds of waiting."""
+    together after ``advance`` simulated seconds of waiting: the deletions first, then the
+    insertions, unless ``ordered`` gives the burst's ``(sign, pred, tuple)`` updates in
+    their own order (a burst file's)."""
 
     label: str
     insert: dict = field(default_factory=dict)
     delete: dict = field(default_factory=dict)
     advance: float = 0.0
+    ordered: list | None = None
+
+    def updates(self) -> list[tuple[int, str, tuple]]:
+        """The burst's ``(sign, pred, tuple)`` updates in the order they are applied."""
+        if self.ordered is not None:
+            return list(self.ordered)
+        return [(-1, p, t) for p, rows in self.delete.items() for t in rows] + \
+            [(1, p, t) for p, rows in self.insert.items() for t in rows]
 
     @property
     def inserted(self) -> int:
+        if self.ordered is not None:
+            return sum(1 for sign, _, _ in self.ordered if sign > 0)
         return sum(len(v) for v in self.insert.values())
 
     @property
     def deleted(self) -> int:
+        if self.ordered is not None:
+            return sum(1 for sign, _, _ in self.ordered if sign < 0)
         return sum(len(v) for v in self.delete.values())
 
 

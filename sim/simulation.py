@@ -260,10 +260,13 @@ class Simulation:
         return beat
 
     def step(self, insert: dict | None = None, delete: dict | None = None,
-             label: str = "step", advance: float = 0.0, check: bool = False) -> StepResult:
-        """Run one burst: ``insert``/``delete`` map predicates to lists of tuples."""
-        return self._run_step(Step(label, dict(insert or {}), dict(delete or {}), advance),
-                              check)
+             label: str = "step", advance: float = 0.0, check: bool = False,
+             updates: list | None = None) -> StepResult:
+        """Run one burst: ``insert``/``delete`` map predicates to lists of tuples (the
+        deletions apply first), or ``updates`` lists ``(sign, pred, tuple)`` in the order
+        they apply (a burst file's)."""
+        return self._run_step(Step(label, dict(insert or {}), dict(delete or {}), advance,
+                                   None if updates is None else list(updates)), check)
 
     def advance(self, seconds: float, check: bool = False) -> StepResult:
         """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence."""
@@ -311,41 +314,47 @@ class Simulation:
             clock.run(until=target)
 
     def _burst(self, step: Step) -> tuple[list, list]:
-        """The updates of a step (its deletions, then its insertions), and the soft-state
-        facts ``(pred, tuple, lifetime)`` whose lifetime (re)starts with it. A soft-state
-        fact present before the step, and neither deleted by it nor replaced by an earlier
-        keyed insertion of it, is refreshed: its lifetime restarts and no insertion is sent
-        (so is a second insertion within the step). A deletion of a fact that is not a base
-        fact refuses the step before anything changes."""
+        """The updates of a step in their order (:meth:`engine.workloads.Step.updates`),
+        and the soft-state facts ``(pred, tuple, lifetime)`` whose lifetime (re)starts with
+        it. An insertion of a soft-state fact that is present at that point of the step (a
+        keyed insertion may have replaced it, a deletion removed it) is a refresh: its
+        lifetime restarts and no insertion is sent. A deletion of a fact that is not a base
+        fact at that point refuses the step before anything changes."""
         ledger = self.net.ledger
-        burst = []
-        deleted: dict = {}
-        for pred, rows in step.delete.items():
-            for t in rows:
-                n = deleted[(pred, t)] = deleted.get((pred, t), 0) + 1
-                if n > len(ledger.live.get((pred, t), ())):   # refused before any change
+        count: dict = {}              # fact -> live insertions at this point of the step
+        holder: dict = {}             # key -> the tuple holding it at this point
+
+        def live(fact) -> int:
+            n = count.get(fact)
+            return len(ledger.live.get(fact, ())) if n is None else n
+
+        def held(key):
+            return holder[key] if key in holder else ledger.keyed.get(key)
+
+        burst, soft = [], {}
+        for sign, pred, t in step.updates():
+            fact, key = (pred, t), ledger.key(pred, t)
+            if sign < 0:
+                if not live(fact):
                     raise ledger.unmatched(pred, t)
+                count[fact] = live(fact) - 1
+                if key is not None and not count[fact] and held(key) == t:
+                    holder[key] = None
                 burst.append((-1, pred, t))
-        present = None
-        soft: dict = {}
-        keyed: dict = {}                  # key -> the step's latest tuple with that key
-        for pred, rows in step.insert.items():
+                continue
+            if key is not None:
+                old = held(key)
+                if old is not None and old != t:
+                    count[(pred, old)] = 0        # replaced
+                holder[key] = t
             life = self._lifetime(pred)
-            for t in rows:
-                key = ledger.key(pred, t)
-                replaced = key is not None and keyed.get(key, t) != t
-                if key is not None:
-                    keyed[key] = t
-                if life is not None:
-                    if present is None:
-                        present = self.base_facts()
-                    refresh = not replaced and (pred, t) not in deleted and \
-                        (t in present.get(pred, ()) or (pred, t) in soft)
-                    soft[(pred, t)] = life
-                    if refresh:
-                        continue          # the fact stays, its lifetime restarts
-                burst.append((1, pred, t))
-        return burst, [(pred, t, life) for (pred, t), life in soft.items()]
+            if life is not None:
+                soft[fact] = life
+                if live(fact):
+                    continue              # a refresh: the fact stays, its lifetime restarts
+            count[fact] = live(fact) + 1
+            burst.append((1, pred, t))
+        return burst, [(p, t, life) for (p, t), life in soft.items() if live((p, t))]
 
     def _expiries(self, burst: list, soft: list) -> None:
         """After a burst is accepted: a deleted fact's expiry is cancelled, and a

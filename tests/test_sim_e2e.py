@@ -176,6 +176,12 @@ def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts()
         keyed.step(delete={"link": [(1, 3)]})           # expired already: refused whole,
     assert keyed.step(insert={"link": [(1, 3)]}, check=True).check   # and forgotten
     assert keyed.base_facts() == {"link": {(1, 3)}}
+    twice = sim_of("materialize(link, 5, infinity, keys(1, 2)).\n")
+    twice.step(insert={"link": [(1, 2)]})
+    twice.step(delete={"link": [(1, 2)]}, insert={"link": [(1, 2), (1, 2)]})
+    assert len(twice.net.ledger.live[("link", (1, 2))]) == 1       # the second: a refresh
+    assert twice.step(delete={"link": [(1, 2)]}, check=True).check
+    assert twice.base_facts() == {}
     text = sim_of("materialize(link, 5, infinity, keys(1, 2)).\nlink(@1, 2).\n")
     assert text.base_facts() == {"link": {(1, 2)}}
     assert text.advance(6.0, check=True).check and text.expired == 1
@@ -197,6 +203,18 @@ def test_an_expiry_during_a_barrier_is_delivered_before_the_step_ends(annotation
     assert step.check, step.diff                # (DRed's step ends before 1 s)
     assert s.advance(max(0.0, 1.5 - s.now), check=True).check
     assert s.expired == 1 and "m" not in s.base_facts() and s.relations()["m"] == set()
+
+
+@pytest.mark.parametrize("engine", ["memory", "sim"])
+def test_a_burst_file_applies_in_its_own_order_on_every_engine(engine, tmp_path, capsys):
+    """Insert, then delete, then insert: the simulator used to move every deletion first
+    and refuse the burst (the deletion found no insertion)."""
+    burst = tmp_path / "b.ndl"
+    burst.write_text("+link(@1, 2).\n-link(@1, 2).\n+link(@2, 3).\n")
+    assert main(["run", "examples/reachable.ndl", "--burst", str(burst), "--engine", engine,
+                 "--check", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["relations"]["link"] == [[2, 3]] and out["summary"]["check"] is True
 
 
 def test_virtual_time_and_latency_shape_convergence():

@@ -239,9 +239,7 @@ def plan_steps(args, runner, program, topology, facts: list, bursts: list):
         ctx = WorkloadContext.for_run(topology, program, args.seed or 0,
                                       args.cost or "latency", runner.base_facts())
         for step in workload.steps(ctx):
-            burst = [(-1, p, t) for p, ts in step.delete.items() for t in ts]
-            burst += [(1, p, t) for p, ts in step.insert.items() for t in ts]
-            yield step.label, burst, step.advance
+            yield step.label, step.updates(), step.advance
             ctx.base = runner.base_facts()
     if args.overlap and bursts:
         yield "all bursts", [u for _, b in bursts for u in b], 0.0

@@ -121,11 +121,7 @@ class SimRunner(Runner):
         self.net = self.sim.net
 
     def _apply(self, label, burst, advance):
-        ins: dict = {}
-        dels: dict = {}
-        for sign, pred, tup in burst:
-            (ins if sign > 0 else dels).setdefault(pred, []).append(tup)
-        result = self.sim.step(insert=ins, delete=dels, label=label, advance=advance)
+        result = self.sim.step(updates=burst, label=label, advance=advance)
         return {"sim_time": result.sim_time,
                 "provenance_per_tuple": result.provenance_per_tuple}
 
