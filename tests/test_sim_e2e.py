@@ -186,6 +186,9 @@ def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts()
     assert text.base_facts() == {"link": {(1, 2)}}
     assert text.advance(6.0, check=True).check and text.expired == 1
     assert text.relations()["reach"] == set()
+    again = sim_of("materialize(link, 5, infinity, keys(1, 2)).\nlink(@1, 2).\nlink(@1, 2).\n")
+    assert again.step(delete={"link": [(1, 2)]}, check=True).check   # written twice: a
+    assert again.base_facts() == {}                                   # refresh, as in a step
 
 
 @pytest.mark.parametrize("annotation", ["relative", "dred", "absorption"])
