@@ -151,6 +151,10 @@ class Simulation:
         self.net = Network(_soft_facts_once(self.program), options=opts,
                            transport=self.transport)
         self.resolved = self.net.resolved
+        soft = next((t for t in self.program.tables if t.lifetime != math.inf), None)
+        if soft is not None:          # expiries delete: refused up front, as psn run does
+            self.resolved.check_deletions(self.net.program, f"table {soft.pred} expires "
+                                          f"its facts after {soft.lifetime:g}")
         self.annotation = self.resolved.scheme.name
         self.ship = self.resolved.ship_text
         self.aggsel = self.resolved.aggsel

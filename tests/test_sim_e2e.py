@@ -191,6 +191,21 @@ def test_soft_state_follows_the_ledger_through_keys_refusals_and_program_facts()
     assert again.base_facts() == {}                                   # refresh, as in a step
 
 
+def test_set_semantics_refuses_soft_state_it_cannot_delete_before_anything_runs():
+    """Expiries are deletions: refused when the simulation is made, as psn run refuses
+    them, not at the first expiry inside a later step."""
+    from engine.guards import UnsafeAnnotationError
+    program = psn.parse("materialize(m, 1, infinity, keys(1, 2)).\n"
+                        "d1 two(@X, Y) :- link(@X, Z), link(@Z, Y).\n"
+                        "d2 deg(@X, sum<V>) :- two(@X, Y), m(@Y, V).\n")
+    with pytest.raises(UnsafeAnnotationError, match="table m expires its facts after 1"):
+        Simulation(program, None, annotation="set", delivery="fifo")
+    plain = psn.parse("materialize(m, 1, infinity, keys(1, 2)).\nr1 q(@X) :- m(@X, _).\n")
+    s = Simulation(plain, None, annotation="set")        # exact there: it runs
+    s.step(insert={"m": [(3, 0)]})
+    assert s.advance(2.0, check=True).check and s.relations()["q"] == set()
+
+
 @pytest.mark.parametrize("annotation", ["relative", "dred", "absorption"])
 def test_an_expiry_during_a_barrier_is_delivered_before_the_step_ends(annotation):
     """A phased scheme's barriers and traversal take virtual time; a soft fact that expires
