@@ -200,7 +200,7 @@ def test_set_semantics_refuses_soft_state_it_cannot_delete_before_anything_runs(
                         "d2 deg(@X, sum<V>) :- two(@X, Y), m(@Y, V).\n")
     with pytest.raises(UnsafeAnnotationError, match="table m expires its facts after 1"):
         Simulation(program, None, annotation="set", delivery="fifo")
-    plain = psn.parse("materialize(m, 1, infinity, keys(1, 2)).\nr1 q(@X) :- m(@X, _).\n")
+    plain = psn.parse("materialize(m, 1, infinity, keys(1, 2)).\nr1 q(@X, Y) :- m(@X, Y).\n")
     s = Simulation(plain, None, annotation="set")        # exact there: it runs
     s.step(insert={"m": [(3, 0)]})
     assert s.advance(2.0, check=True).check and s.relations()["q"] == set()
