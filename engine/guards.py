@@ -37,6 +37,7 @@ from ndlog.errors import EvaluationError, InputError, Span
 
 __all__ = [
     "set_deletion_problem", "check_set_deletions", "implicit_deletions",
+    "soft_state_deletions",
     "UnsafeAnnotationError", "AnnotationBudgetError", "budget_error",
     "MemoryGuard", "MemoryLimitError", "default_memory_limit", "physical_memory",
     "current_rss", "parse_memory", "DEFAULT_MEMORY_FRACTION",
@@ -129,6 +130,17 @@ def check_set_deletions(program: A.Program, because: str | None = None) -> None:
         f"{_FIX_SET}", span, program.source)
 
 
+def soft_state_deletions(program: A.Program) -> str | None:
+    """Why ``program``'s soft state deletes base facts (the first table with a finite
+    lifetime: its facts expire), or None; the part of :func:`implicit_deletions` that
+    every workload meets once virtual time passes."""
+    return next((_expires(t) for t in program.tables if t.lifetime != float("inf")), None)
+
+
+def _expires(table: A.Materialize) -> str:
+    return f"table {table.pred} expires its facts after {table.lifetime:g}"
+
+
 def implicit_deletions(program: A.Program) -> str | None:
     """Why ``program`` deletes base facts even when no burst deletes one, or None.
 
@@ -144,7 +156,7 @@ def implicit_deletions(program: A.Program) -> str | None:
     arities = program.arities()
     for table in program.tables:
         if table.lifetime != float("inf"):
-            return f"table {table.pred} expires its facts after {table.lifetime:g}"
+            return _expires(table)
         arity = arities.get(table.pred)
         if arity is not None and set(table.keys) != set(range(1, arity + 1)):
             keys = ", ".join(str(k) for k in table.keys)

@@ -70,15 +70,11 @@ class Step:
 
     @property
     def inserted(self) -> int:
-        if self.ordered is not None:
-            return sum(1 for sign, _, _ in self.ordered if sign > 0)
-        return sum(len(v) for v in self.insert.values())
+        return sum(1 for sign, _, _ in self.updates() if sign > 0)
 
     @property
     def deleted(self) -> int:
-        if self.ordered is not None:
-            return sum(1 for sign, _, _ in self.ordered if sign < 0)
-        return sum(len(v) for v in self.delete.values())
+        return sum(1 for sign, _, _ in self.updates() if sign < 0)
 
 
 def workload_rng(seed: int) -> random.Random:
@@ -209,8 +205,7 @@ class Flap(Phase):
             if not ctx.topology.has_link(u, v):
                 raise InputError(f"flap: the topology has no link {u}-{v}")
         tuples = ctx.link_tuples(u, v)
-        present = ctx.base.get("link", ())
-        if self.link is not None and not all(t in present for t in tuples):
+        if self.link is not None and not all(t in ctx.base.get("link", ()) for t in tuples):
             raise InputError(f"flap: link {u}-{v} is not a base fact now (not inserted yet, "
                              f"or expired), so it cannot go down",
                              hint="flap a link after the phase that inserts it (e.g. 'all; "

@@ -40,6 +40,7 @@ from .delivery import ProcessingModel
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.placement import Placement
+from engine.guards import soft_state_deletions
 from engine.options import RunOptions
 from engine.workloads import Step, Workload, WorkloadContext, parse_workload, workload_rng
 from ndlog.analysis import aggsel_candidates
@@ -151,10 +152,9 @@ class Simulation:
         self.net = Network(_soft_facts_once(self.program), options=opts,
                            transport=self.transport)
         self.resolved = self.net.resolved
-        soft = next((t for t in self.program.tables if t.lifetime != math.inf), None)
-        if soft is not None:          # expiries delete: refused up front, as psn run does
-            self.resolved.check_deletions(self.net.program, f"table {soft.pred} expires "
-                                          f"its facts after {soft.lifetime:g}")
+        expiring = soft_state_deletions(self.program)
+        if expiring is not None:      # expiries delete: refused up front, as psn run does
+            self.resolved.check_deletions(self.net.program, expiring)
         self.annotation = self.resolved.scheme.name
         self.ship = self.resolved.ship_text
         self.aggsel = self.resolved.aggsel
