@@ -41,9 +41,9 @@ scheme's ``zero_everywhere``: deleting a base tuple sets its variable to false e
 it occurs, Liu Sec. 4). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332
 tuples and 486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of
 the 20: 1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver
-indexes which of its facts hold which variable when the first node-wide zeroing reaches it
-(49,310 facts at 92 nodes, 65-85 ms, paid by the first deletion), so a run without
-deletions pays nothing.
+finds the facts by a scan for its first node-wide zeroings and by an index of its facts by
+their variables after that (the scheme's ``zero_everywhere``), so a run without deletions
+pays nothing, and a variable already swept from a node is not searched for again.
 
 ``H`` may keep dead variables until something is shipped from it (then it is restricted
 first): being monotone, it absorbs a live derivation iff its live part does. Lazy shipping

@@ -67,7 +67,8 @@ Update = tuple
 #: The predicate of a *node-wide* deletion ``(-1, EVERY_FACT, (node,), ann)``: the deletion
 #: annotation ``ann`` applies to every fact the node stores, as far as the scheme's
 #: ``zero_everywhere(ctx, ann, facts)`` says it may (absorption: the facts whose
-#: provenance has a zeroed variable). MinShip sends one per destination and step instead of
+#: provenance has a zeroed variable; ``facts()`` gives ``(pred, tuples, values)`` per
+#: relation). MinShip sends one per destination and step instead of
 #: one deletion per fact. Not an NDlog name (names start with a lower-case letter), so it
 #: never meets a program predicate; its tuple is the destination, which is where
 #: :meth:`EngineProgram.location` routes it.
@@ -607,17 +608,20 @@ class Node:
                 self._pick((-1, pred, tup, ann), picked, batch)
 
     def _present(self):
-        """``((pred, tuple), ν value)`` of every present fact: the committed state with
-        this batch's ν overlay on top."""
+        """``(pred, tuples, ν values)`` of the present facts of each relation (two
+        parallel sequences): the committed state with this batch's ν overlay on top. A
+        relation ν does not touch is given as its table's own views (no copy)."""
         for pred, rows in self.state.items():
             over = self.nu.get(pred)
-            for t, s in rows.items():
-                if not over or t not in over:
-                    yield (pred, t), s
-            if over:
-                for t, s in over.items():
-                    if s is not None:
-                        yield (pred, t), s
+            if not over:
+                if rows:
+                    yield pred, rows.keys(), rows.values()
+                continue
+            kept = [(t, s) for t, s in rows.items() if t not in over]
+            kept.extend((t, s) for t, s in over.items() if s is not None)
+            if kept:
+                tuples, values = zip(*kept)
+                yield pred, tuples, values
 
     def _commit(self) -> list[tuple[str, tuple, bool]]:
         changes = []

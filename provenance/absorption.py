@@ -98,6 +98,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from itertools import compress, repeat
+from operator import contains, not_
 from typing import Any, Callable, Iterable
 
 from ndlog.builtins import format_value
@@ -243,11 +245,16 @@ def zero_by(bdd: BDDContext, f, cube: Function, ids):
     return bdd.zero_all(f, cube)
 
 
+#: Node-wide zeroings a node answers by scanning its facts before it indexes them
+#: (:meth:`AbsorptionScheme.zero_everywhere`).
+SCANS_BEFORE_INDEX = 3
+
+
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
-                 "holders", "_agg_live", "_agg_next", "_absent_next")
+                 "swept", "scans", "holders", "_agg_live", "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -265,13 +272,21 @@ class AbsorptionContext:
         #: ship_attach`): it forwards a derived deletion only where what it shipped depends
         #: on the zeroed variables, so the lost part need not be computed.
         self.minship = False
-        #: The facts whose stored provenance may depend on a variable (``insertion id or
-        #: name -> [fact, ...]``, repeats allowed), so that a node-wide zeroing
-        #: (:meth:`AbsorptionScheme.zero_everywhere`) finds them without a scan. Built
-        #: from the node's facts when the first one arrives (a run without deletions pays
-        #: nothing), then kept up by :meth:`AbsorptionScheme.pick` with the variables of
-        #: every derivation a fact gains; an entry may outlive the variable in the fact
-        #: (harmless: the fact is then zeroed to itself).
+        #: The variables a node-wide zeroing has already swept from every fact of this
+        #: node (:meth:`AbsorptionScheme.zero_everywhere`). No fact can hold one again:
+        #: they are zeroed here too, so every later insertion is restricted by them on
+        #: arrival. A node-wide zeroing of these alone (each neighbour that shipped a
+        #: derivation depending on them sends one) then needs no scan.
+        self.swept: set[str] = set()
+        #: How many node-wide zeroings this node has answered by scanning its facts.
+        self.scans = 0
+        #: Once a node has scanned :data:`SCANS_BEFORE_INDEX` times, the facts whose
+        #: stored provenance may depend on a variable (``insertion id or name -> [fact,
+        #: ...]``, repeats allowed), so that later node-wide zeroings find them without a
+        #: scan; kept up by :meth:`AbsorptionScheme.pick` with the variables of every
+        #: derivation a fact gains. An entry may outlive the variable in the fact, or the
+        #: fact (harmless: the engine picks a deletion only for a present fact, which is
+        #: then zeroed to itself).
         self.holders: dict | None = None
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
@@ -564,28 +579,43 @@ class AbsorptionScheme(AnnotationScheme):
         """A node-wide zeroing (:data:`engine.node.EVERY_FACT`, sent by MinShip once
         per destination and step instead of one deletion per fact): remember its
         variables as zeroed at this node and return the facts whose stored provenance
-        may depend on them (the engine then picks the deletion ``ann`` for each fact it
+        depends on them (the engine then picks the deletion ``ann`` for each fact it
         holds). Deleting a base tuple sets its variable to false everywhere it occurs
         (Liu et al. 2009, Sec. 4).
 
-        ``facts()`` gives the node's ``(fact, stored provenance)`` pairs; the first call
-        indexes them (:attr:`AbsorptionContext.holders`)."""
+        ``facts()`` gives the node's present facts as ``(pred, tuples, values)`` per
+        relation (two parallel sequences: the facts and their stored provenance).
+        Variables a node-wide zeroing has already swept from this node need no search
+        (:attr:`AbsorptionContext.swept`). The others are searched by a scan of every
+        fact, as long as the node has scanned fewer than :data:`SCANS_BEFORE_INDEX`
+        times; then by an index of the facts by their variables, built once from a
+        last scan and kept up by every later insertion (the cost of a rent-or-buy
+        choice: the scan tests each single derivation in the interpreter's C loops,
+        about a fifth of the cost of indexing it, and pays again at every zeroing; the
+        index is paid once, then costs each later derivation a few microseconds)."""
         names = self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
-        holders = ctx.holders
-        if holders is None:
-            holders = ctx.holders = defaultdict(list)
-            for fact, f in facts():
-                _hold(ctx, fact, f)
-        if not holders:
+        names = frozenset(names - ctx.swept)
+        if not names:
             return []
-        found: dict = {}
+        ctx.swept |= names
+        if ctx.holders is None and ctx.scans < SCANS_BEFORE_INDEX:
+            ctx.scans += 1
+            ids = frozenset(i for i in map(insertion_id, names) if i is not None)
+            found: list = []
+            for pred, tuples, values in facts():
+                found.extend(_depending(ctx.bdd, pred, tuples, values, ids, names))
+            return found
+        if ctx.holders is None:
+            ctx.holders = defaultdict(list)
+            for pred, tuples, values in facts():
+                for t, f in zip(tuples, values):
+                    _hold(ctx, (pred, t), f)
+        held: dict = {}
         for name in sorted(names):          # one order in every process (str hashing)
             key = insertion_id(name)
-            held = holders.pop(name if key is None else key, None)
-            if held:
-                found.update(dict.fromkeys(held))
-        return list(found)
+            held.update(dict.fromkeys(ctx.holders.pop(name if key is None else key, ())))
+        return list(held)
 
     def ship_restrict(self, ctx, f, names=()):
         """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
@@ -777,6 +807,34 @@ def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     holders = ctx.holders
     for i in ids:
         holders[i].append(fact)
+
+
+def _depending(bdd: BDDContext, pred: str, tuples, values, ids: frozenset,
+               names: frozenset) -> list:
+    """The facts ``(pred, t)`` among ``tuples`` whose provenance (the parallel ``values``)
+    has a variable of ``names`` (``ids``: their insertion ids). The single derivations
+    (tuples of insertion ids) are tested in C loops (``compress`` over ``map``), the other
+    values, BDDs, one by one by their support."""
+    single = list(map(isinstance, values, repeat(tuple)))
+    if all(single):
+        return [(pred, t) for t in _cubes_holding(tuples, values, ids)]
+    found = [(pred, t) for t in _cubes_holding(compress(tuples, single),
+                                               compress(values, single), ids)]
+    others = list(map(not_, single))
+    for t, v in zip(compress(tuples, others), compress(values, others)):
+        if not names.isdisjoint(bdd.support(v)):
+            found.append((pred, t))
+    return found
+
+
+def _cubes_holding(tuples: Iterable, cubes: Iterable, ids: frozenset) -> Iterable:
+    """The items of ``tuples`` whose cube (the parallel ``cubes``) has an id of ``ids``."""
+    if not ids:
+        return ()
+    if len(ids) == 1:                                   # a membership test is cheaper
+        (i,) = ids
+        return compress(tuples, map(contains, cubes, repeat(i)))
+    return compress(tuples, map(not_, map(ids.isdisjoint, cubes)))
 
 
 def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
