@@ -591,7 +591,7 @@ class AbsorptionScheme(AnnotationScheme):
         times; then by an index of the facts by their variables, built once from a
         last scan and kept up by every later insertion (the cost of a rent-or-buy
         choice: the scan tests each single derivation in the interpreter's C loops,
-        about a fifth of the cost of indexing it, and pays again at every zeroing; the
+        about a quarter of the cost of indexing it, and pays again at every zeroing; the
         index is paid once, then costs each later derivation a few microseconds)."""
         names = self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
