@@ -254,7 +254,7 @@ class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
-                 "swept", "scans", "holders", "_agg_live", "_agg_next", "_absent_next")
+                 "swept", "scans", "holders", "formulas", "_agg_live", "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -288,6 +288,11 @@ class AbsorptionContext:
         #: fact (harmless: the engine picks a deletion only for a present fact, which is
         #: then zeroed to itself).
         self.holders: dict | None = None
+        #: The predicates in which this node has stored a provenance that is not a single
+        #: derivation (a BDD; set by :meth:`AbsorptionScheme.pick`, the only writer): a
+        #: scan of any other relation tests its values as tuples of insertion ids without
+        #: first checking their types.
+        self.formulas: set[str] = set()
         self._agg_live: dict[tuple, Function] = {}
         self._agg_next = 0
         self._absent_next = 0
@@ -468,18 +473,23 @@ class AbsorptionScheme(AnnotationScheme):
                     return stored, NO_FIRE
                 if ctx.holders is not None:
                     _hold(ctx, fact, ann)
-                return _or(bdd, stored, ann), ann         # not absorbed: itself is new
+                new = _or(bdd, stored, ann)               # not absorbed: itself is new
+                if type(new) is not tuple:
+                    ctx.formulas.add(fact[0])
+                return new, ann
             if ctx.zeroed:
                 ann = ctx.restrict(ann)
             if stored is None:
                 if ann == bdd.false:
                     return None, NO_FIRE
+                ctx.formulas.add(fact[0])
                 if ctx.holders is not None:
                     _hold(ctx, fact, ann)
                 return ann, ann
             old = as_function(bdd, stored)
             if ann <= old:                                # absorbed (Leq: no node built)
                 return stored, NO_FIRE
+            ctx.formulas.add(fact[0])
             if ctx.holders is not None:
                 _hold(ctx, fact, ann)
             if bdd.known_cube(ann) is not None:           # one derivation, not absorbed
@@ -604,7 +614,10 @@ class AbsorptionScheme(AnnotationScheme):
             ids = frozenset(i for i in map(insertion_id, names) if i is not None)
             found: list = []
             for pred, tuples, values in facts():
-                found.extend(_depending(ctx.bdd, pred, tuples, values, ids, names))
+                if pred in ctx.formulas:
+                    found.extend(_depending(ctx.bdd, pred, tuples, values, ids, names))
+                else:
+                    found.extend((pred, t) for t in _cubes_holding(tuples, values, ids))
             return found
         if ctx.holders is None:
             ctx.holders = defaultdict(list)

@@ -428,6 +428,7 @@ def test_node_wide_zeroing_at_one_node(scans, monkeypatch):
     # then (a,e)
     assert node.metrics.updates_processed == 10
     assert (ctx.holders is None) == (scans > 0) and ctx.swept == {var_name(1)}
+    assert ctx.formulas == {"reachable"}        # BDDs were stored there
     node.receive((-1, EVERY_FACT, ("a",), Zeroing(frozenset({var_name(1)}))))
     node.step()
     assert node.metrics.updates_processed == 11 and node.relation("reachable") == state
