@@ -254,7 +254,8 @@ class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
-                 "swept", "scans", "holders", "formulas", "_agg_live", "_agg_next", "_absent_next")
+                 "swept", "scans", "holders", "formulas", "_agg_live", "_agg_next",
+                 "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -597,12 +598,13 @@ class AbsorptionScheme(AnnotationScheme):
         relation (two parallel sequences: the facts and their stored provenance).
         Variables a node-wide zeroing has already swept from this node need no search
         (:attr:`AbsorptionContext.swept`). The others are searched by a scan of every
-        fact, as long as the node has scanned fewer than :data:`SCANS_BEFORE_INDEX`
-        times; then by an index of the facts by their variables, built once from a
-        last scan and kept up by every later insertion (the cost of a rent-or-buy
-        choice: the scan tests each single derivation in the interpreter's C loops,
-        about a quarter of the cost of indexing it, and pays again at every zeroing; the
-        index is paid once, then costs each later derivation a few microseconds)."""
+        fact (:func:`_scan`) as long as the node has scanned fewer than
+        :data:`SCANS_BEFORE_INDEX` times, then in an index of the facts by their
+        variables (:func:`_indexed`), built once and kept up by every later insertion. A
+        rent-or-buy choice: a scan tests each single derivation in the interpreter's C
+        loops, at about a quarter of the cost of indexing it, but pays again at every
+        zeroing; the index is paid once, then costs each later derivation a few
+        microseconds."""
         names = self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
         names = frozenset(names - ctx.swept)
@@ -611,24 +613,8 @@ class AbsorptionScheme(AnnotationScheme):
         ctx.swept |= names
         if ctx.holders is None and ctx.scans < SCANS_BEFORE_INDEX:
             ctx.scans += 1
-            ids = frozenset(i for i in map(insertion_id, names) if i is not None)
-            found: list = []
-            for pred, tuples, values in facts():
-                if pred in ctx.formulas:
-                    found.extend(_depending(ctx.bdd, pred, tuples, values, ids, names))
-                else:
-                    found.extend((pred, t) for t in _cubes_holding(tuples, values, ids))
-            return found
-        if ctx.holders is None:
-            ctx.holders = defaultdict(list)
-            for pred, tuples, values in facts():
-                for t, f in zip(tuples, values):
-                    _hold(ctx, (pred, t), f)
-        held: dict = {}
-        for name in sorted(names):          # one order in every process (str hashing)
-            key = insertion_id(name)
-            held.update(dict.fromkeys(ctx.holders.pop(name if key is None else key, ())))
-        return list(held)
+            return _scan(ctx, facts(), names)
+        return _indexed(ctx, facts, names)
 
     def ship_restrict(self, ctx, f, names=()):
         """``f`` (a provenance or an :class:`Alternatives` buffer) with the node's zeroed
@@ -820,6 +806,37 @@ def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     holders = ctx.holders
     for i in ids:
         holders[i].append(fact)
+
+
+def _scan(ctx: AbsorptionContext, facts: Iterable, names: frozenset) -> list:
+    """The facts ``(pred, t)`` among ``facts`` (``(pred, tuples, values)`` per relation)
+    whose provenance has a variable of ``names``: a relation in which the node never
+    stored a BDD is tested in one C pass (:func:`_cubes_holding`), any other by
+    :func:`_depending`."""
+    ids = frozenset(i for i in map(insertion_id, names) if i is not None)
+    found: list = []
+    for pred, tuples, values in facts:
+        if pred in ctx.formulas:
+            found.extend(_depending(ctx.bdd, pred, tuples, values, ids, names))
+        else:
+            found.extend((pred, t) for t in _cubes_holding(tuples, values, ids))
+    return found
+
+
+def _indexed(ctx: AbsorptionContext, facts: Callable[[], Iterable], names: frozenset
+             ) -> list:
+    """The facts that :attr:`AbsorptionContext.holders` files under ``names`` (taken out
+    of it), the index built first from ``facts()`` if the node has none yet."""
+    if ctx.holders is None:
+        ctx.holders = defaultdict(list)
+        for pred, tuples, values in facts():
+            for t, f in zip(tuples, values):
+                _hold(ctx, (pred, t), f)
+    held: dict = {}
+    for name in sorted(names):          # one order in every process (str hashing)
+        key = insertion_id(name)
+        held.update(dict.fromkeys(ctx.holders.pop(name if key is None else key, ())))
+    return list(held)
 
 
 def _depending(bdd: BDDContext, pred: str, tuples, values, ids: frozenset,
