@@ -38,8 +38,8 @@ never told (it was never shipped). To another node it is forwarded as one
 the dead variables of every ``S`` it concerns, after the step's alternatives), not as one
 deletion per fact: the receiver zeroes those variables in every fact that holds them (the
 scheme's ``zero_everywhere``: deleting a base tuple sets its variable to false everywhere
-it occurs, Liu Sec. 4). Reachable, 100 nodes and 400 links, 20 link deletions: 12,332
-tuples and 486,566 bytes shipped instead of 20,998 and 642,465 per fact (the largest of
+it occurs, Liu Sec. 4). Reachable, 100 nodes and 400 links, 20 link deletions: 12,331
+tuples and 486,483 bytes shipped instead of 20,998 and 642,465 per fact (the largest of
 the 20: 1,166 tuples, 3.0% of the insertion run; per fact it was 2,293, 5.9%). A receiver
 finds the facts by a scan for its first node-wide zeroings and by an index of its facts by
 their variables after that (the scheme's ``zero_everywhere``), so a run without deletions
