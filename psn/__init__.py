@@ -31,11 +31,46 @@ __version__ = "0.1.0"
 def evaluate(program, facts=None, **options):
     """Evaluate ``program`` centrally with synchronous semi-naive evaluation.
 
-    See :func:`ndlog.reference.evaluate` for parameters; returns ``dict[str, set[tuple]]``
-    for every non-hidden relation.
+    ``program`` is a parsed program or NDlog text (parsed and checked here, as
+    :class:`Network` does). ``facts`` are checked against it as :class:`Network` checks
+    them: a predicate no rule or fact of the program uses, or a tuple of another arity, is
+    an :class:`InputError` naming it (so a misspelt predicate is not an empty result). See
+    :func:`ndlog.reference.evaluate` for the other parameters; returns
+    ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
     from ndlog.reference import evaluate as _evaluate
+    if isinstance(program, str):
+        program = parse(program)
+    if facts:
+        facts = _checked_facts(program, facts)
     return _evaluate(program, facts, **options)
+
+
+def _checked_facts(program, facts) -> dict:
+    """``facts`` as lists, each predicate and arity checked against ``program``: a
+    predicate must be one the program uses or declares (``materialize``); a declared table
+    no rule or fact uses takes its arity from its first fact given."""
+    from ndlog.parser import FactShapes
+    arities = program.arities()
+    checked = {}
+    for pred, rows in facts.items():
+        if pred not in arities and pred not in program.predicates:
+            FactShapes(arities).check(pred, 0, None, None)    # raises, with "did you mean"
+        checked[pred] = rows = list(rows)
+        want = arities.get(pred)
+        where = "in the program"
+        if want is None and rows:
+            want, where = len(rows[0]), f"in its first fact {_fact_text(pred, rows[0])}"
+        for t in rows:
+            if len(t) != want:
+                raise InputError(f"fact {_fact_text(pred, t)} has {len(t)} arguments, but "
+                                 f"'{pred}' has arity {want} {where}")
+    return checked
+
+
+def _fact_text(pred: str, t) -> str:
+    from ndlog.builtins import format_value
+    return f"{pred}(" + ", ".join(map(format_value, t)) + ")"
 
 
 _LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",

@@ -155,3 +155,25 @@ def test_evaluation_type_error_names_the_position():
     with pytest.raises(psn.EvaluationError) as info:
         psn.evaluate(prog, {"t": [("word",)]})
     assert info.value.render().startswith("t.ndl:1:")
+
+
+def test_evaluate_takes_text_and_checks_facts_against_the_program():
+    """``psn.evaluate`` parses NDlog text as ``Network`` does, and refuses facts of a
+    predicate the program does not use or of another arity (as ``Network`` does), instead
+    of returning them beside empty derived relations."""
+    text = "r1 reachable(@S, D) :- link(@S, D)."
+    assert psn.evaluate(text, {"link": iter([(1, 2)])}) == \
+        {"link": {(1, 2)}, "reachable": {(1, 2)}}
+    with pytest.raises(psn.InputError, match="'lnk' is not used by the program") as bad:
+        psn.evaluate(text, {"lnk": [(1, 2)]})
+    assert "did you mean 'link'?" in bad.value.hint
+    with pytest.raises(psn.InputError, match=r"link\(1, 2, 3\) has 3 arguments, but 'link' "
+                                             r"has arity 2"):
+        psn.evaluate(text, {"link": [(1, 2), (1, 2, 3)]})
+    with pytest.raises(psn.InputError):
+        psn.Network(text, {"lnk": [(1, 2)]})
+    declared = psn.parse("materialize(extra, infinity, infinity, keys(1)).\n" + text)
+    assert psn.evaluate(declared, {"extra": [(1,), (2,)]})["extra"] == {(1,), (2,)}
+    with pytest.raises(psn.InputError, match=r"extra\(2, 3\) has 2 arguments, but 'extra' "
+                                             r"has arity 1 in its first fact extra\(1\)"):
+        psn.evaluate(declared, {"extra": [(1,), (2, 3)]})
