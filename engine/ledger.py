@@ -171,7 +171,9 @@ class Injector:
         #: tables with a finite ``materialize`` size, checked after a burst inserts into one
         self.sized = {t.pred for t in source.tables if t.size != float("inf")}
         self.arities = dict(source.arities())
-        self.known = set(self.arities)
+        #: predicates the program uses, and the tables it declares (``materialize``): a
+        #: declared table that no rule or fact uses takes its arity from its first fact
+        self.known = set(self.arities) | {t.pred for t in source.tables}
         self._in_flight: dict = {}      # fact -> sign injected since the last quiescence
 
     def describe(self, pred: str, tup: tuple) -> str:
@@ -190,7 +192,7 @@ class Injector:
                              f"'{pred}'",
                              hint=("did you mean " + " or ".join(repr(c) for c in close) + "?")
                              if close else "known predicates: " + ", ".join(sorted(self.known)))
-        want = self.arities[pred]
+        want = self.arities.setdefault(pred, len(tup))
         if len(tup) != want:
             raise InputError(f"fact {self.describe(pred, tup)} has {len(tup)} arguments, but "
                              f"'{pred}' has arity {want}")

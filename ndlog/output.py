@@ -144,8 +144,12 @@ def program_locations(program) -> dict[str, int | None]:
 def program_shapes(program) -> dict:
     """``{"arities": ..., "locations": ...}`` of a parsed program: the keyword arguments
     with which :func:`read_facts_files` and the burst readers check facts against it (an
-    unknown predicate, a wrong arity or a misplaced ``@`` is an error at the fact)."""
-    return {"arities": program.arities(), "locations": program_locations(program)}
+    unknown predicate, a wrong arity or a misplaced ``@`` is an error at the fact). A table
+    the program declares (``materialize``) but no rule or fact uses has arity None: its
+    facts must agree with the first one."""
+    arities: dict[str, int | None] = dict.fromkeys(t.pred for t in program.tables)
+    arities.update(program.arities())
+    return {"arities": arities, "locations": program_locations(program)}
 
 
 #: numbers in a CSV field: NDlog's integer and decimal forms, with an optional sign
@@ -240,7 +244,7 @@ def _read_facts(path: str | Path, shapes) -> dict[str, list[tuple]]:
     return out
 
 
-def read_facts_file(path: str | Path, arities: Mapping[str, int] | None = None,
+def read_facts_file(path: str | Path, arities: Mapping[str, int | None] | None = None,
                     locations: Mapping[str, int | None] | None = None
                     ) -> dict[str, list[tuple]]:
     """Read a facts file: NDlog fact statements, or (``.csv``) rows of the predicate named
@@ -279,7 +283,7 @@ def read_facts_file(path: str | Path, arities: Mapping[str, int] | None = None,
     return _read_facts(path, _shapes(arities, locations))
 
 
-def read_facts_files(paths: Iterable[str], arities: Mapping[str, int] | None = None,
+def read_facts_files(paths: Iterable[str], arities: Mapping[str, int | None] | None = None,
                      locations: Mapping[str, int | None] | None = None
                      ) -> dict[str, list[tuple]]:
     """Read several facts files (see :func:`read_facts_file`) and merge their rows.

@@ -543,7 +543,9 @@ class FactShapes:
     Parameters
     ----------
     arities:
-        ``predicate -> number of arguments`` in the program (``Program.arities()``), or None.
+        ``predicate -> number of arguments`` in the program (``Program.arities()``; None for
+        a table the program declares but no rule or fact uses: its facts must agree with
+        the first one), or None.
     locations:
         ``predicate -> 0-based index of its '@' argument`` in the program, None for a
         predicate without one; or None when not known.
@@ -579,6 +581,8 @@ class FactShapes:
                                  hint=_known_predicates(pred, self.arities))
             want, where = self.arities[pred], "in the program"
         else:
+            want = None
+        if want is None:      # no program, or a table it declares that no rule or fact uses
             want, first = self._arity.setdefault(pred, (arity, span))
             where = f"at {_where(first, span)}"
         if arity != want:

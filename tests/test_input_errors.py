@@ -537,3 +537,33 @@ def test_a_flap_of_a_link_that_is_not_there_is_refused_after_the_steps_before_it
     captured = capsys.readouterr()
     assert "error: flap: the topology has no link 1-2" in captured.err
     assert "Traceback" not in captured.err
+
+
+DECLARED = ("materialize(extra, infinity, infinity, keys(1)).\n"
+            "r1 reachable(@S, D) :- link(@S, D).\n")
+
+
+def test_facts_of_a_declared_table_no_rule_uses_are_accepted_everywhere(tmp_path, capsys):
+    """A table declared with materialize that no rule or fact uses takes its arity from
+    its first fact, in Network, psn.evaluate and the command line alike; a fact of another
+    arity is an error, and an undeclared predicate still is."""
+    from psn.cli import main
+    program = psn.parse(DECLARED)
+    facts = {"extra": [(1, 5), (2, 6)], "link": [(1, 2)]}
+    net = psn.Network(program, facts).run()
+    assert net.relations()["extra"] == psn.evaluate(program, facts)["extra"] == \
+        {(1, 5), (2, 6)}
+    with pytest.raises(InputError, match="'extra' has arity 2"):
+        psn.Network(program, {"extra": [(1, 5), (2, 6, 7)]})
+    with pytest.raises(InputError, match="no predicate 'extr'"):
+        psn.Network(program, {"extr": [(1, 5)]})
+    prog = write(tmp_path, "p.ndl", DECLARED)
+    good = write(tmp_path, "f.ndl", "extra(@1, 5).\nextra(@2, 6).\n")
+    bad = write(tmp_path, "g.ndl", "extra(@1, 5).\nextra(@2, 6, 7).\n")
+    for command in ("eval", "run"):
+        assert main([command, str(prog), "--facts", str(good), "--relation", "extra"]) == 0
+        assert "extra(2, 6)" in capsys.readouterr().out
+        assert main([command, str(prog), "--facts", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}:2:1: error: extra has 3 arguments here, but arity 2 at line 1" in err
+        assert "Traceback" not in err
