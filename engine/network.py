@@ -177,6 +177,9 @@ class Network:
         self.wall_seconds = 0.0
         self.dropped_deletions = 0
         initial = [(1, f.pred, f.values) for f in program.facts]
+        if facts is not None and not isinstance(facts, Mapping):
+            raise InputError(f"facts must be a mapping of predicate -> tuples, got "
+                             f"{type(facts).__name__}")
         for pred, rows in (facts or {}).items():
             if isinstance(rows, (str, bytes)):
                 raise InputError(f"facts for '{pred}' must be an iterable of tuples")

@@ -14,6 +14,8 @@ imported on first use, so ``import psn`` stays fast.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
                           NDlogSyntaxError, PSNError, Span)
 from ndlog.parser import load, parse
@@ -46,31 +48,19 @@ def evaluate(program, facts=None, **options):
     return _evaluate(program, facts, **options)
 
 
-def _checked_facts(program, facts) -> dict:
-    """``facts`` as lists, each predicate and arity checked against ``program``: a
-    predicate must be one the program uses or declares (``materialize``); a declared table
-    no rule or fact uses takes its arity from its first fact given."""
+def _checked_facts(program, facts) -> Mapping:
+    """``facts``, each of its predicates checked against ``program``: one the program uses
+    or declares (``materialize``). Arities and tuples are checked where the reference reads
+    them (:func:`ndlog.reference.base_facts`)."""
     from ndlog.parser import FactShapes
+    if not isinstance(facts, Mapping):
+        raise InputError(f"facts must be a mapping of predicate -> tuples, got "
+                         f"{type(facts).__name__}")
     arities = program.arities()
-    checked = {}
-    for pred, rows in facts.items():
+    for pred in facts:
         if pred not in arities and pred not in program.predicates:
             FactShapes(arities).check(pred, 0, None, None)    # raises, with "did you mean"
-        checked[pred] = rows = list(rows)
-        want = arities.get(pred)
-        where = "in the program"
-        if want is None and rows:
-            want, where = len(rows[0]), f"in its first fact {_fact_text(pred, rows[0])}"
-        for t in rows:
-            if len(t) != want:
-                raise InputError(f"fact {_fact_text(pred, t)} has {len(t)} arguments, but "
-                                 f"'{pred}' has arity {want} {where}")
-    return checked
-
-
-def _fact_text(pred: str, t) -> str:
-    from ndlog.builtins import format_value
-    return f"{pred}(" + ", ".join(map(format_value, t)) + ")"
+    return facts
 
 
 _LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",

@@ -170,10 +170,15 @@ def test_evaluate_takes_text_and_checks_facts_against_the_program():
     with pytest.raises(psn.InputError, match=r"link\(1, 2, 3\) has 3 arguments, but 'link' "
                                              r"has arity 2"):
         psn.evaluate(text, {"link": [(1, 2), (1, 2, 3)]})
+    with pytest.raises(psn.InputError, match="a fact of 'link' must be a tuple, got 1"):
+        psn.evaluate(text, {"link": [1, 2]})
+    for run in (psn.evaluate, psn.Network):
+        with pytest.raises(psn.InputError, match="facts must be a mapping"):
+            run(text, [("link", (1, 2))])
     with pytest.raises(psn.InputError):
         psn.Network(text, {"lnk": [(1, 2)]})
     declared = psn.parse("materialize(extra, infinity, infinity, keys(1)).\n" + text)
     assert psn.evaluate(declared, {"extra": [(1,), (2,)]})["extra"] == {(1,), (2,)}
     with pytest.raises(psn.InputError, match=r"extra\(2, 3\) has 2 arguments, but 'extra' "
-                                             r"has arity 1 in its first fact extra\(1\)"):
+                                             r"has arity 1"):
         psn.evaluate(declared, {"extra": [(1,), (2, 3)]})
