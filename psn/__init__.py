@@ -35,8 +35,9 @@ def evaluate(program, facts=None, **options):
 
     ``program`` is a parsed program or NDlog text (parsed and checked here, as
     :class:`Network` does). ``facts`` are checked against it as :class:`Network` checks
-    them: a predicate no rule or fact of the program uses, or a tuple of another arity, is
-    an :class:`InputError` naming it (so a misspelt predicate is not an empty result). See
+    them: a predicate the program neither uses nor declares (``materialize``), or a tuple
+    of another arity, is an :class:`InputError` naming it (so a misspelt predicate is not
+    an empty result). See
     :func:`ndlog.reference.evaluate` for the other parameters; returns
     ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
@@ -56,10 +57,10 @@ def _checked_facts(program, facts) -> Mapping:
     if not isinstance(facts, Mapping):
         raise InputError(f"facts must be a mapping of predicate -> tuples, got "
                          f"{type(facts).__name__}")
-    arities = program.arities()
+    known = dict.fromkeys(program.predicates)
     for pred in facts:
-        if pred not in arities and pred not in program.predicates:
-            FactShapes(arities).check(pred, 0, None, None)    # raises, with "did you mean"
+        if pred not in known:
+            FactShapes(known).check(pred, 0, None, None)    # raises, with "did you mean"
     return facts
 
 
