@@ -590,7 +590,8 @@ class AbsorptionScheme(AnnotationScheme):
         """A node-wide zeroing (:data:`engine.node.EVERY_FACT`, sent by MinShip once
         per destination and step instead of one deletion per fact): remember its
         variables as zeroed at this node and return the facts whose stored provenance
-        depends on them (the engine then picks the deletion ``ann`` for each fact it
+        may depend on them (the index may also name a fact that no longer does, which the
+        engine then zeroes to itself; it picks the deletion ``ann`` for each fact it
         holds). Deleting a base tuple sets its variable to false everywhere it occurs
         (Liu et al. 2009, Sec. 4).
 
@@ -603,8 +604,8 @@ class AbsorptionScheme(AnnotationScheme):
         variables (:func:`_indexed`), built once and kept up by every later insertion. A
         rent-or-buy choice: a scan tests each single derivation in the interpreter's C
         loops, at about a quarter of the cost of indexing it, but pays again at every
-        zeroing; the index is paid once, then costs each later derivation a few
-        microseconds."""
+        zeroing that needs a search; the index is paid once, then costs each derivation
+        a fact gains one more entry per variable."""
         names = self.ship_zeroed_names(ctx, ann)
         ctx.add_zeroed(names)
         names = frozenset(names - ctx.swept)

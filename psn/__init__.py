@@ -44,7 +44,7 @@ def evaluate(program, facts=None, **options):
     from ndlog.reference import evaluate as _evaluate
     if isinstance(program, str):
         program = parse(program)
-    if facts:
+    if facts is not None:
         facts = _checked_facts(program, facts)
     return _evaluate(program, facts, **options)
 
