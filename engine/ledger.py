@@ -173,7 +173,7 @@ class Injector:
         self.arities = dict(source.arities())
         #: predicates the program uses, and the tables it declares (``materialize``): a
         #: declared table that no rule or fact uses takes its arity from its first fact
-        self.known = set(self.arities) | {t.pred for t in source.tables}
+        self.known = set(source.predicates)
         self._in_flight: dict = {}      # fact -> sign injected since the last quiescence
 
     def describe(self, pred: str, tup: tuple) -> str:

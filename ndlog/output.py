@@ -147,7 +147,7 @@ def program_shapes(program) -> dict:
     unknown predicate, a wrong arity or a misplaced ``@`` is an error at the fact). A table
     the program declares (``materialize``) but no rule or fact uses has arity None: its
     facts must agree with the first one."""
-    arities: dict[str, int | None] = dict.fromkeys(t.pred for t in program.tables)
+    arities: dict[str, int | None] = dict.fromkeys(program.predicates)
     arities.update(program.arities())
     return {"arities": arities, "locations": program_locations(program)}
 
