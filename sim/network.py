@@ -41,6 +41,33 @@ from .metrics import Counters
 __all__ = ["LatencyModel", "SimTransport"]
 
 
+def _shuffle(rng: random.Random, x: list) -> None:
+    """Shuffle ``x`` in place with ``rng``: the permutation ``rng.shuffle(x)`` makes.
+
+    The same Fisher-Yates walk and the same draws as ``random.Random.shuffle`` (each index
+    drawn from ``rng.getrandbits`` with rejection, as ``Random._randbelow`` does), written
+    out so that no function call is paid per element: the random delivery model shuffles
+    every message of more than one update, and ``Random.shuffle`` took 9 % of cProfile's
+    time in a simulator run of reachable with set semantics. Written here, the permutation for a seed no longer depends on
+    how the running Python implements ``shuffle`` either.
+
+    Parameters
+    ----------
+    rng:
+        The run's random number generator.
+    x:
+        The list to permute.
+    """
+    getrandbits = rng.getrandbits
+    for i in range(len(x) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        x[i], x[j] = x[j], x[i]
+
+
 class LatencyModel:
     """Message latency in seconds between two nodes, from a topology.
 
@@ -309,7 +336,7 @@ class SimTransport(Metered):
             if self.delivery.name == "adversarial":
                 updates = updates[::-1]
             else:
-                self.rng.shuffle(updates)
+                _shuffle(self.rng, updates)
         if self.trace is not None:
             now = self.clock.now()
             self.trace.append(("deliver", now, src, dst, len(updates), now))
