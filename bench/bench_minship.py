@@ -29,10 +29,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import queue as queue_module
 import time
 from pathlib import Path
 
 from .common import print_header, print_table, timer
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 WORKERS = (4, 8, 12, 16, 24)
@@ -91,7 +94,7 @@ def _budgeted_row(program: str, ship: str, workload: str, budget: float) -> list
     while time.monotonic() - start < budget:
         try:
             msg = queue.get(timeout=1)
-        except Exception:            # queue.Empty: nothing yet (the child is still busy)
+        except queue_module.Empty:   # nothing yet (the child is still busy)
             if not proc.is_alive():
                 break
             continue

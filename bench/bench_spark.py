@@ -13,6 +13,8 @@ link in both directions, cost = latency. Prints one row per (query, size): Spark
 and whether the two results agree (:func:`ndlog.check.compare_relations`).
 Target: 100-node reachable under 30 s on ``local[2]`` including the session start (a local
 Spark session alone takes several seconds to start). Recorded figures: ``bench/RESULTS.md``.
+
+Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from pathlib import Path
 import psn
 import topologies
 from ndlog.check import compare_relations
+from ndlog.errors import EvaluationError
 
 from .common import print_header, print_table, timer
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUERIES = {"reachable": ("reachable.ndl", 2), "shortest-path": ("shortest_path.ndl", 3)}
@@ -104,7 +109,7 @@ def _limited(run, session, limit: float):
         with timer() as t:
             try:
                 result = run()
-            except Exception:  # noqa: BLE001 - a cancelled job surfaces as any Spark error
+            except EvaluationError:   # how evaluate_spark reports a cancelled Spark job
                 if not fired.is_set():
                     raise
                 result = None

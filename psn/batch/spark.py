@@ -42,7 +42,7 @@ from typing import Mapping, Iterable
 
 from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
-from ndlog.errors import EvaluationError, NDlogSemanticError, PSNError
+from ndlog.errors import EvaluationError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
@@ -106,18 +106,16 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
     started = time.perf_counter()
     program = project_negated_wildcards(program)
     run = _Run(session, program, aggsel)
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
     try:
         out = run.evaluate(facts)
-    except PSNError:
-        raise
-    except Exception as exc:  # a Spark job failed: translate to the user's terms
-        if not _is_spark_error(exc):
-            raise
+    except (PySparkException, Py4JError) as exc:  # a Spark job failed: the user's terms
         known = run.errors.translate(exc)
         if known is not None:
             raise known from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise EvaluationError(f"Spark failed while evaluating the program: {first}") from None
+        raise EvaluationError(f"Spark failed while evaluating the program: {first}") from exc
     if not hidden:
         for p in program.hidden:
             out.pop(p, None)
@@ -126,11 +124,6 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         stats.tuples = sum(len(v) for v in out.values())
         stats.seconds = time.perf_counter() - started
     return out
-
-
-def _is_spark_error(exc: BaseException) -> bool:
-    mod = type(exc).__module__ or ""
-    return mod.startswith("pyspark") or mod.startswith("py4j")
 
 
 # ---------------------------------------------------------------------------------------

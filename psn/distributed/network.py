@@ -39,7 +39,7 @@ import uuid
 from typing import Any, Iterable, Mapping
 
 import ray
-from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayError, RayTaskError
 
 from engine import Injector, Placement, RunOptions, prepare
 from engine.host import Contexts
@@ -134,7 +134,7 @@ class WorkerPool:
         for a in self.actors:
             try:
                 ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
+            except (RayError, ValueError):   # already gone, or Ray already stopped
                 pass
         self.actors = []
 
