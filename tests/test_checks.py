@@ -72,7 +72,10 @@ def test_reference_programs_pass_every_check(text):
 
 
 def test_centralized_program_without_any_location_passes():
-    psn.parse("tc(X, Y) :- e(X, Y).\ntc(X, Y) :- e(X, Z), tc(Z, Y).\ne(1, 2).\n")
+    program = psn.parse("tc(X, Y) :- e(X, Y).\ntc(X, Y) :- e(X, Z), tc(Z, Y).\ne(1, 2).\n"
+                        "e(2, 3).\n")
+    assert not program.distributed
+    assert psn.evaluate(program)["tc"] == {(1, 2), (2, 3), (1, 3)}
 
 
 def test_check_program_runs_on_parse_and_can_be_skipped():
@@ -164,8 +167,11 @@ def test_aggregate_variable_must_be_bound():
 
 
 def test_several_aggregates_and_count_star_are_fine():
-    psn.parse("p(X, min<Y>, max<Y>, count<*>, avg<Y>, sum<Y>) :- q(X, Y).")
-    psn.parse("total(count<*>) :- q(X, Y).")
+    facts = {"q": [(1, 2), (1, 4), (2, 5)]}
+    many = psn.parse("p(X, min<Y>, max<Y>, count<*>, avg<Y>, sum<Y>) :- q(X, Y).")
+    assert psn.evaluate(many, facts)["p"] == {(1, 2, 4, 2, 3.0, 6), (2, 5, 5, 1, 5.0, 5)}
+    total = psn.parse("total(count<*>) :- q(X, Y).")
+    assert psn.evaluate(total, facts)["total"] == {(3,)}
 
 
 # -- safety ------------------------------------------------------------------------------
@@ -182,14 +188,15 @@ def test_unnamed_rule_is_named_by_its_line():
     assert "the rule at line 3" in err.message
 
 
-@pytest.mark.parametrize("body", [
-    "q(X), Z := W + 1, W := X * 2",     # assignment before the one it needs
-    "Z = W + 1, W = X * 2, q(X)",       # '=' binds, any order
-    "W := X * 2, q(X), Z = W + 1",
-    "q(X), Z = X, Z = 1 + X - 1",       # second '=' on a bound variable is a test
+@pytest.mark.parametrize("body, z", [
+    ("q(X), Z := W + 1, W := X * 2", 7),     # assignment before the one it needs
+    ("Z = W + 1, W = X * 2, q(X)", 7),       # '=' binds, any order
+    ("W := X * 2, q(X), Z = W + 1", 7),
+    ("q(X), Z = X, Z = 1 + X - 1", 3),       # second '=' on a bound variable is a test
 ])
-def test_binding_is_order_independent(body):
-    psn.parse(f"p(X, Z) :- {body}.")
+def test_binding_is_order_independent(body, z):
+    program = psn.parse(f"p(X, Z) :- {body}.")
+    assert psn.evaluate(program, {"q": [(3,)]})["p"] == {(3, z)}
 
 
 def test_bound_variables_fixpoint_and_binders():
@@ -242,7 +249,9 @@ def test_anonymous_variable_only_as_plain_body_argument(text, where):
 
 
 def test_anonymous_variables_in_body_atoms_are_fine():
-    psn.parse("p(X) :- q(X, _, _).")
+    program = psn.parse("p(X) :- q(X, _, _).")
+    assert psn.evaluate(program, {"q": [(1, 2, 3), (1, 4, 5), (6, 6, 6)]})["p"] == \
+        {(1,), (6,)}
 
 
 def test_rule_needs_a_body_atom():
@@ -275,7 +284,8 @@ def test_location_specifier_is_variable_or_constant(loc):
 
 
 def test_location_constant_is_fine():
-    psn.parse("p(@a, Y) :- q(@a, Y).\nq(@a, 1).")
+    program = psn.parse("p(@a, Y) :- q(@a, Y).\nq(@a, 1).\nq(@b, 2).")
+    assert psn.evaluate(program)["p"] == {("a", 1)}
 
 
 def test_location_aggregate():
@@ -310,7 +320,8 @@ def test_a_size_bound_only_on_a_base_table():
 
 
 def test_keys_of_an_unused_table_are_not_range_checked():
-    psn.parse("materialize(q, 10, 100, keys(1, 7)).")
+    program = psn.parse("materialize(q, 10, 100, keys(1, 7)).")
+    assert [(t.pred, t.keys) for t in program.tables] == [("q", (1, 7))]
 
 
 def test_negative_lifetime_and_size_from_a_rewrite_are_rejected():
@@ -337,8 +348,12 @@ def test_aggregate_over_mutual_recursion():
 
 def test_aggregate_over_a_recursive_relation_below_it_is_fine():
     # minCost aggregates path; path does not depend on minCost (aggregate selection's case)
-    psn.parse(SHORTEST_PATH)
-    psn.parse(REGION)
+    links = [("a", "b", 1), ("b", "c", 1), ("a", "c", 5)]
+    out = psn.evaluate(psn.parse(SHORTEST_PATH), {"link": links})
+    assert out["minCost"] == {("a", "b", 1), ("b", "c", 1), ("a", "c", 2)}
+    out = psn.evaluate(psn.parse(REGION), {"seed": [(1, "r")], "isTriggered": [(1,), (2,)],
+                                          "nbr": [(1, 2), (2, 3)], "sink": [("r", 9)]})
+    assert out["regionSize"] == {("r", 3)} and out["largestRegions"] == {(9, "r")}
 
 
 # -- rendering ---------------------------------------------------------------------------
