@@ -24,6 +24,8 @@ The modes:
 
 Target (Liu Sec. 7.4): multi ships about half of what single ships. Recorded figures:
 ``bench/RESULTS.md``.
+
+Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import sys
 from pathlib import Path
 
 from .common import peak_rss_mb, print_header, print_table, timer
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODES = ("off", "single", "multi")

@@ -40,6 +40,8 @@ import msgpack
 from bench.common import print_header, print_table, timer
 from provenance.bdd import BDDContext, var_name
 
+__all__ = ["main"]
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))   # graphs.py
 
 

@@ -21,6 +21,8 @@ Every step is checked against ``psn.evaluate`` unless ``--no-check``. Target (Li
 7.2, Fig. 8): DRed is "an order of magnitude more expensive in both communication overhead
 and execution time" than absorption provenance. Recorded
 figures: ``bench/RESULTS.md``.
+
+Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import time
 from pathlib import Path
 
 from .common import print_header, print_table
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ANNOTATIONS = ("dred", "absorption", "relative")

@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psn  # noqa: E402
 from engine import Network  # noqa: E402
 
+__all__ = ["main"]
+
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).
 r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).

@@ -27,6 +27,8 @@ import time
 
 from bench.common import peak_rss_mb, print_header, print_table
 
+__all__ = ["main"]
+
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).
 r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).

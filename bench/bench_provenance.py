@@ -48,6 +48,8 @@ from engine import Network  # noqa: E402
 from engine.transport import Placement  # noqa: E402
 from provenance.absorption import AbsorptionScheme  # noqa: E402
 
+__all__ = ["main"]
+
 REACH = psn.load(ROOT / "examples" / "reachable.ndl")
 SP = psn.load(ROOT / "examples" / "shortest_path.ndl")
 

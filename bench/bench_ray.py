@@ -37,6 +37,8 @@ from bench.common import print_header, print_table  # noqa: E402
 import psn  # noqa: E402
 import topologies  # noqa: E402
 
+__all__ = ["main"]
+
 REACH = """
 r1 reachable(@S, D) :- link(@S, D).
 r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).

@@ -4,6 +4,8 @@ Run: ``python -m bench.bench_reference`` from the checkout. Prints wall time and
 tuples per second for reachable and shortest path (all four aggregate relations) on a seeded
 random 100-node, 400-link graph. Targets on a 2-core machine: reachable < 1 s, shortest path
 < 10 s. Recorded figures: ``bench/RESULTS.md``.
+
+Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 import psn
 
 from .common import print_header, print_table, timer
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

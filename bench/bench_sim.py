@@ -11,6 +11,8 @@ MinShip (``--annotation NAME`` for another; ``--workers N`` places the per-node 
 workers). Targets on a 2-core machine, with absorption lazy: 100 nodes under 2 s wall;
 1,000 nodes (a million reachable tuples) under 120 s wall and 8 GB peak memory. Recorded
 figures: ``bench/RESULTS.md``.
+
+Deliberately not here: assertions (a benchmark reports; tests never time anything).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import multiprocessing as mp
 from pathlib import Path
 
 from .common import peak_rss_mb, print_header, print_table, timer
+
+__all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -57,6 +57,18 @@ def dependency_graph(program: A.Program) -> list[Dependency]:
 
 
 def rules_by_head(program: A.Program) -> dict[str, list[A.Rule]]:
+    """The rules of ``program`` grouped by the predicate of their head, in program order.
+
+    Parameters
+    ----------
+    program:
+        A parsed program (not modified).
+
+    Returns
+    -------
+    dict
+        ``predicate -> [rule, ...]``; predicates no rule derives are absent.
+    """
     out: dict[str, list[A.Rule]] = {}
     for r in program.rules:
         out.setdefault(r.head.pred, []).append(r)

@@ -41,6 +41,19 @@ def sort_key(value):
 
 
 def sorted_tuples(rows: Iterable[tuple]) -> list[tuple]:
+    """``rows`` sorted in the one order every printed relation uses
+    (:func:`sort_key` per value: numbers before strings, lists by their elements).
+
+    Parameters
+    ----------
+    rows:
+        Tuples of one relation.
+
+    Returns
+    -------
+    list
+        The tuples, sorted.
+    """
     return sorted(rows, key=lambda t: tuple(sort_key(v) for v in t))
 
 

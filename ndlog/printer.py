@@ -95,6 +95,18 @@ def format_rule(rule: A.Rule) -> str:
 
 
 def format_fact(fact: A.Fact) -> str:
+    """A fact as an NDlog fact statement, e.g. ``link(@a, b, 3).``
+
+    Parameters
+    ----------
+    fact:
+        A parsed fact.
+
+    Returns
+    -------
+    str
+        The statement, which the parser reads back to the same fact.
+    """
     return format_atom(fact.atom) + "."
 
 

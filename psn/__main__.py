@@ -1,4 +1,7 @@
-"""``python -m psn`` runs the command line."""
+"""``python -m psn`` runs the command line.
+
+Deliberately not here: options and subcommands (:mod:`psn.cli`).
+"""
 import sys
 
 from .cli import main

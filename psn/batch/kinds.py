@@ -44,6 +44,7 @@ def array(k) -> tuple:
 
 
 def is_array(k) -> bool:
+    """True if ``k`` is the kind of a list (``(ARRAY, element kind)``)."""
     return isinstance(k, tuple)
 
 
@@ -53,6 +54,7 @@ def elem(k):
 
 
 def is_number(k) -> bool:
+    """True if ``k`` is a numeric kind (a long or a double)."""
     return k in (LONG, DOUBLE)
 
 
@@ -106,6 +108,7 @@ def kind_of(value):
 
 
 def signature_of(row: tuple) -> tuple:
+    """The kind of each value of ``row`` (:func:`kind_of`), as a tuple."""
     return tuple(kind_of(v) for v in row)
 
 

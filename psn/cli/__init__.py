@@ -25,6 +25,12 @@ COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "verify_cmd", "reference_cmd"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``psn`` argument parser with every subcommand of :data:`COMMANDS` registered.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     parser = argparse.ArgumentParser(
         prog="psn",
         description="PSN: pipelined semi-naive evaluation of network Datalog (NDlog).")
@@ -35,6 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``psn`` command: parse ``argv`` and run the subcommand.
+
+    A user's mistake (any :class:`~ndlog.errors.PSNError`) is printed as its rendered
+    message, without a traceback.
+
+    Parameters
+    ----------
+    argv:
+        The arguments (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: the subcommand's; 2 for a user's mistake or no subcommand
+        (argparse exits with 2 on a bad option); 130 when interrupted; 0 when the
+        output pipe closed early.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -27,6 +27,8 @@ PROGRAMS = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn demo`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser("demo", help="run the main job: simulator, Spark check, Ray replay",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--program", default=None, metavar="FILE",

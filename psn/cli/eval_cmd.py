@@ -14,6 +14,8 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn eval`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser("eval", help="evaluate a program centrally (reference semantics)",
                        description="Evaluate an NDlog program with the centralized "
                        "semi-naive reference evaluator and print its relations.")
@@ -30,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn eval`` with the parsed ``args``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     from ndlog.output import (program_shapes, read_facts_files, render_relations,
                               select_relations)
     from ndlog.parser import load

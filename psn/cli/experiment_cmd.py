@@ -28,6 +28,8 @@ __all__ = ["register"]
 
 
 def register(subparsers) -> None:
+    """Add the ``psn experiment`` subcommand and its options to ``subparsers`` (the
+    parser's subcommands)."""
     from psn.experiment.figures import EXPERIMENTS, SCALES
     names = ", ".join(EXPERIMENTS)
     p = subparsers.add_parser(

@@ -16,6 +16,8 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn localize`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser("localize", help="rewrite a distributed program so that every rule "
                        "body lives at one node",
                        description="Localize an NDlog program (Nigam et al. 2012, Sec. 2.1; "

@@ -27,6 +27,8 @@ _SUFFIX_FORMATS = {".json": "json", ".csv": "csv"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn reference`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser("reference", help="compute reference results (Python or Spark)",
                        description="Evaluate an NDlog program with synchronous semi-naive "
                        "evaluation, in Python or as Spark batch jobs, and print (or write) "
@@ -46,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn reference`` with the parsed ``args``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     from ndlog.errors import InputError
     from ndlog.output import program_shapes, read_facts_files, render_relations
     from ndlog.parser import load

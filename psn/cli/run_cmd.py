@@ -39,6 +39,8 @@ TABLE_LIMIT = 500
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn run`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser("run", help="run a program on the PSN engine",
                        description="Run an NDlog program with pipelined semi-naive "
                        "evaluation (PSN) on in-memory nodes, the simulator or Ray, apply "
@@ -50,6 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn run`` with the parsed ``args``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     return report(args, execute(args))
 
 

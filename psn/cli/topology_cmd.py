@@ -41,6 +41,8 @@ def _latencies(args) -> dict:
 
 
 def register(subparsers) -> None:
+    """Add the ``psn topology`` subcommand to ``subparsers`` (the parser's
+    subcommands), with one subcommand of its own per topology generator and ``info``."""
     p = subparsers.add_parser(
         "topology", help="generate or inspect network topologies (GT-ITM, sensor grids)",
         description="Generate GT-ITM transit-stub graphs, sensor grids and small test "

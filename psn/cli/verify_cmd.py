@@ -25,6 +25,8 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``psn verify`` subcommand and its options to ``sub`` (the parser's
+    subcommands), with :func:`run` as its action."""
     p = sub.add_parser(
         "verify", help="check that a program is correct under every delivery order",
         description="Run an NDlog program on in-memory PSN nodes under many delivery orders "
@@ -84,6 +86,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn verify`` with the parsed ``args``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     if args.replay:
         return _replay(args)
     if not args.program:

@@ -31,6 +31,7 @@ SUMMARY_FIELDS = ("experiment", "series", "x", "phase", "metric", "n_runs", "n_o
 
 
 def is_number(v) -> bool:
+    """True if ``v`` is a finite int or float (not a bool): a value a summary can take."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
