@@ -17,7 +17,9 @@ __all__ = ["reference_evaluator"]
 
 def reference_evaluator(kind: str = "python", master: str | None = None):
     """The reference a run is checked against: ``psn.evaluate`` (``"python"``) or Spark's
-    batch evaluation (``"spark"``, :mod:`psn.batch.spark`), as ``evaluate(program, facts)``.
+    batch evaluation (``"spark"``, :mod:`psn.batch.spark`), as ``evaluate(program, facts,
+    aggsel=True)`` (``aggsel=False``: no aggregate selection, for a run with ``--aggsel
+    off``).
 
     Raises
     ------
@@ -30,7 +32,7 @@ def reference_evaluator(kind: str = "python", master: str | None = None):
     if kind == "spark":
         from .batch.spark import evaluate_spark
 
-        def spark(program, facts):
-            return evaluate_spark(program, facts, master=master)
+        def spark(program, facts, aggsel=True):
+            return evaluate_spark(program, facts, master=master, aggsel=aggsel)
         return spark
     raise InputError(f"--check takes 'python' or 'spark', got {kind!r}")

@@ -178,6 +178,33 @@ def test_a_nonpositive_cost_stops_the_simulator():
         sim.step(insert={"link": NEGATIVE})
 
 
+def test_the_errors_advice_aggsel_off_runs_and_is_checked_on_every_relation(tmp_path, capsys):
+    """Off, nothing is pruned, so the reference that checks the run prunes nothing either
+    (it pruned, and stopped with the very error whose hint is ``--aggsel off``): the
+    simulator, ``psn run --check`` and ``psn verify`` compare every relation, path too."""
+    from psn.cli import main
+    from sim import Simulation
+    sim = Simulation(SP, None, aggsel="off", seed=1, state_metrics=False)
+    step = sim.step(insert={"link": NEGATIVE}, check=True)
+    want = psn.evaluate(SP, {"link": NEGATIVE}, aggsel=False)
+    assert step.check and sim.relations()["path"] == want["path"]
+    wrong = sim.relations()
+    wrong["path"] = wrong["path"] - {next(iter(wrong["path"]))}
+    sim.relations = lambda: wrong          # the check compares path now: it must notice
+    assert sim.check()[0] is False
+    facts = tmp_path / "negative.ndl"
+    facts.write_text("".join(f"link(@{s}, {d}, {c}).\n" for s, d, c in NEGATIVE))
+    args = [str(ROOT / "examples" / "shortest_path.ndl"), "--facts", str(facts),
+            "--aggsel", "off"]
+    assert main(["run", *args, "--check", "--relation", "minCost"]) == 0
+    assert "check against python: ok" in capsys.readouterr().err
+    zero = [(1, 2, 0), (2, 1, 0), (2, 3, 1)]          # a zero cost: not strictly increasing
+    stopped = psn.verify(SP, {"link": zero}, [["-link(@2, 3, 1)"]])
+    assert not stopped.ok and "--aggsel off" in stopped.counterexample.message
+    result = psn.verify(SP, {"link": zero}, [["-link(@2, 3, 1)"]], aggsel="off")
+    assert result.ok and result.complete
+
+
 # -- detection, selectors ------------------------------------------------------------------
 
 def test_detection_maps_path_and_its_localized_auxiliary():

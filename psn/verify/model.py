@@ -222,7 +222,9 @@ class Reference:
 
     Relations pruned by aggregate selection (:func:`ndlog.analysis.aggsel_candidates`) are
     compared through the aggregates computed from them, not themselves: the engine and the
-    reference may keep different non-best tuples there.
+    reference may keep different non-best tuples there. When the run prunes nothing
+    (aggregate selection resolved to ``"off"``), neither does the reference, and every
+    relation is compared.
     """
 
     def __init__(self, problem: Problem):
@@ -235,8 +237,10 @@ class Reference:
         hit = self._cache.get(phase)
         if hit is None:
             from ndlog.reference import evaluate
-            ref = evaluate(self.program, net.base_facts())
-            rels = sorted(r for r in ref if r not in self.pruned)
+            aggsel = net.resolved.aggsel != "off"
+            ref = evaluate(self.program, net.base_facts(), aggsel=aggsel)
+            pruned = self.pruned if aggsel else set()
+            rels = sorted(r for r in ref if r not in pruned)
             where: dict = {}
             location = net.program.location
             for rel in rels:
