@@ -22,13 +22,14 @@ duplicates messages: PSN assumes reliable channels.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
 from ndlog.errors import InputError
 
 __all__ = ["Delivery", "Fifo", "RandomJitter", "Adversarial", "make_delivery",
-           "DELIVERY_MODELS", "parse_duration"]
+           "DELIVERY_MODELS", "parse_duration", "require_at_least"]
 
 
 class Delivery:
@@ -48,6 +49,27 @@ class Delivery:
         return self.name
 
 
+def require_at_least(what: str, value, low: float, duration: bool = False) -> None:
+    """Refuse ``value`` with an :class:`~ndlog.errors.InputError` naming ``what`` unless it
+    is a finite number ``>= low`` (a negative delay would schedule a message before it was
+    sent). ``duration``: ``value`` is in seconds, and shown in a readable unit."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value) and value >= low:
+        return
+    shown = _duration_text(value) if duration and isinstance(value, (int, float)) \
+        and math.isfinite(value) else repr(value)
+    raise InputError(f"{what} must be a finite number >= {low:g}, got {shown}")
+
+
+def _duration_text(seconds: float) -> str:
+    size = abs(seconds)
+    if size and size < 1e-3:
+        return f"{seconds * 1e6:g} us"
+    if size and size < 1:
+        return f"{seconds * 1e3:g} ms"
+    return f"{seconds:g} s"
+
+
 @dataclass
 class Fifo(Delivery):
     """Every channel delivers in send order.
@@ -61,6 +83,10 @@ class Fifo(Delivery):
     jitter_abs: float = 0.0
     name = "fifo"
     fifo = True
+
+    def __post_init__(self):
+        require_at_least("fifo delivery: jitter", self.jitter, 0)
+        require_at_least("fifo delivery: abs", self.jitter_abs, 0, duration=True)
 
     def delay(self, channel, latency, rng):
         if not self.jitter and not self.jitter_abs:
@@ -90,6 +116,10 @@ class RandomJitter(Delivery):
     jitter_abs: float = 0.001
     name = "random"
 
+    def __post_init__(self):
+        require_at_least("random delivery: jitter", self.jitter, 0)
+        require_at_least("random delivery: abs", self.jitter_abs, 0, duration=True)
+
     def delay(self, channel, latency, rng):
         return rng.uniform(0.0, self.jitter * latency + self.jitter_abs)
 
@@ -111,6 +141,11 @@ class Adversarial(Delivery):
     name = "adversarial"
 
     def __post_init__(self):
+        if isinstance(self.period, bool) or not isinstance(self.period, int) \
+                or self.period < 1:
+            raise InputError(f"adversarial delivery: period must be a whole number >= 1, "
+                             f"got {self.period!r}")
+        require_at_least("adversarial delivery: spread", self.spread, 0, duration=True)
         self._count: dict = {}
 
     def delay(self, channel, latency, rng):
@@ -156,6 +191,8 @@ def make_delivery(spec: "str | Delivery") -> Delivery:
                                 spread=parse_duration(opts.pop("spread", "50ms")))
     except ValueError as exc:
         raise InputError(f"bad delivery model {spec!r}: {exc}") from None
+    except InputError as exc:
+        raise InputError(f"bad delivery model {spec!r}: {exc.message}") from None
     if opts:
         raise InputError(f"unknown option(s) {', '.join(opts)} for delivery {name!r}")
     return model

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.delivery import (DELIVERY_MODELS, Adversarial, Delivery, Fifo, RandomJitter,
-                             make_delivery, parse_duration)
+                             make_delivery, parse_duration, require_at_least)
 from ndlog.errors import InputError
 
 __all__ = ["Delivery", "Fifo", "RandomJitter", "Adversarial", "ProcessingModel",
-           "make_delivery", "DELIVERY_MODELS", "parse_duration"]
+           "make_delivery", "DELIVERY_MODELS", "parse_duration", "require_at_least"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class ProcessingModel:
 
     per_update: float = 20e-6
     per_batch: float = 50e-6
+
+    def __post_init__(self):
+        require_at_least("processing time per update", self.per_update, 0, duration=True)
+        require_at_least("processing time per batch", self.per_batch, 0, duration=True)
 
     def cost(self, updates: int) -> float:
         """Busy time (seconds) for a batch of ``updates`` updates."""
@@ -45,6 +49,8 @@ class ProcessingModel:
                        parse_duration(per_batch) if per_batch else cls.per_batch)
         except ValueError as exc:
             raise InputError(f"bad processing-time model {text!r}: {exc}") from None
+        except InputError as exc:
+            raise InputError(f"bad processing-time model {text!r}: {exc.message}") from None
 
     def describe(self) -> str:
         return f"{self.per_update * 1e6:g} us/update + {self.per_batch * 1e6:g} us/batch"

@@ -30,7 +30,7 @@ import math
 import random
 from typing import Any, Callable, Hashable
 
-from engine.delivery import Delivery, make_delivery
+from engine.delivery import Delivery, make_delivery, require_at_least
 from engine.placement import Placement
 from engine.transport import Meter, Metered
 
@@ -89,6 +89,10 @@ class LatencyModel:
 
     def __init__(self, topology=None, default: float = 0.001, scale: float = 1e-3,
                  local: float | None = None, placement: Placement | None = None):
+        require_at_least("the default latency", default, 0, duration=True)
+        if local is not None:
+            require_at_least("the latency between nodes of one worker (local latency)",
+                             local, 0, duration=True)
         self.topology = topology
         self.default = default
         self.scale = scale

@@ -96,6 +96,23 @@ def test_unknown_annotation(files, capsys):
     assert "unknown annotation scheme" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("options,what", [
+    (["--topology", "ring", "--delivery", "random:abs=-5ms"], "abs must be a finite number"),
+    (["--topology", "ring", "--delivery", "adversarial:period=0"], "period must be"),
+    (["--facts", "f.ndl", "--delivery", "random:jitter=-1"], "jitter must be"),
+    (["--topology", "ring", "--workers", "2", "--local-latency=-1s"],
+     "--local-latency must be a finite number >= 0, got -1 s"),
+    (["--topology", "ring", "--processing=-20us"], "per update must be"),
+])
+def test_negative_delays_are_refused_before_the_run(files, capsys, options, what):
+    """A negative latency, jitter or processing time would schedule an event in the past
+    (it ended in a traceback from the clock); a period of 0 divided by zero."""
+    options = [str(files / o) if o.endswith(".ndl") else o for o in options]
+    assert main(["run", str(files / "p.ndl"), *options]) == 2
+    err = capsys.readouterr().err
+    assert what in err and "Traceback" not in err
+
+
 def test_pick_one_and_relation_filter(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
                  "one", "--relation", "reachable", "--format", "json"]) == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 
 import pytest
 
@@ -220,6 +221,17 @@ def test_delivery_spec_errors():
         make_delivery("random:color=red")
     with pytest.raises(InputError):
         make_delivery("random:jitter=lots")
+    for spec, what in [("random:abs=-5ms", "abs must be a finite number >= 0, got -5 ms"),
+                       ("random:jitter=-1", "jitter must be"),
+                       ("fifo:jitter=nan", "jitter must be"),
+                       ("adversarial:period=0", "period must be a whole number >= 1"),
+                       ("adversarial:spread=-1s", "spread must be")]:
+        with pytest.raises(InputError, match=f"bad delivery model '{re.escape(spec)}': .*{what}"):
+            make_delivery(spec)
+    with pytest.raises(InputError, match="per batch must be a finite number >= 0, got -2 ms"):
+        ProcessingModel.parse("20us+-2ms")
+    with pytest.raises(InputError, match="local latency"):
+        LatencyModel(make("line", n=2), local=-0.001)
 
 
 # ---------------------------------------------------------------- placement and traffic

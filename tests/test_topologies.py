@@ -85,6 +85,20 @@ def test_topology_rejects_bad_shapes():
         Topology(nodes, (Link(0, 1, 1), Link(0, 1, 2)))
     with pytest.raises(InputError, match="seed or sink"):
         Topology(nodes, (), seeds=(5,))
+    for latency in (-1, float("nan"), float("inf"), "fast", True):
+        with pytest.raises(InputError, match=r"link 0-1 \(LL\) has latency"):
+            Topology(nodes, (Link(0, 1, latency),))
+    assert Topology(nodes, (Link(0, 1, 0), Link(1, 2, 2.5))).latency(0, 2) == 2.5
+
+
+def test_a_topology_file_or_generator_with_a_negative_latency_is_refused(tmp_path):
+    path = tmp_path / "t.json"
+    topologies.save(topologies.make("gtitm", seed=1), path)
+    path.write_text(path.read_text().replace('"latency": 50', '"latency": -50', 1))
+    with pytest.raises(InputError, match=r"t\.json: link \d+-\d+ \(TT\) has latency -50"):
+        topologies.load(path)
+    with pytest.raises(InputError, match="has latency -5"):
+        topologies.make("gtitm", seed=1, latencies={"TT": -5})
 
 
 def test_link_class_by_name_prefix():

@@ -185,6 +185,11 @@ class Topology:
             if link.key in seen:
                 raise InputError(f"duplicate link {link.u}-{link.v}")
             seen.add(link.key)
+            lat = link.latency
+            if isinstance(lat, bool) or not isinstance(lat, (int, float)) \
+                    or not math.isfinite(lat) or lat < 0:
+                raise InputError(f"link {link.u}-{link.v} ({link.cls}) has latency {lat!r}: "
+                                 f"a latency is a finite number of ms >= 0")
         for x in self.seeds + ((self.sink,) if self.sink is not None else ()):
             if not 0 <= x < n:
                 raise InputError(f"seed or sink {x} is not a node of a {n}-node topology")

@@ -184,10 +184,12 @@ def make_runner(engine: str, program, options, args, topology: Any) -> Runner:
         return MemoryRunner(program, options)
     if engine == "sim":
         from ndlog.errors import InputError
-        from sim.delivery import parse_duration
+        from sim.delivery import parse_duration, require_at_least
         local = args.local_latency
         try:
             local = None if local is None else parse_duration(local)
+            if local is not None:
+                require_at_least("--local-latency", local, 0, duration=True)
         except ValueError as exc:
             raise InputError(f"--local-latency: {exc}") from None
         return SimRunner(program, options, topology, processing=args.processing,

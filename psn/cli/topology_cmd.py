@@ -32,11 +32,17 @@ def _latency_args(p: argparse.ArgumentParser) -> None:
 
 
 def _latencies(args) -> dict:
+    import math
+
+    from ndlog.errors import InputError
     out = {}
     for cls in ("tt", "ts", "ss"):
         v = getattr(args, f"latency_{cls}", None)
-        if v is not None:
-            out[cls.upper()] = int(v) if float(v).is_integer() else v
+        if v is None:
+            continue
+        if not math.isfinite(v) or v < 0:
+            raise InputError(f"--latency-{cls} must be a finite number of ms >= 0, got {v:g}")
+        out[cls.upper()] = int(v) if float(v).is_integer() else v
     return out
 
 
