@@ -121,3 +121,17 @@ def test_mixed_list_is_a_clear_input_error(spark):
     with pytest.raises(InputError) as err:
         evaluate_spark(program, {"p": [((1, "a"),)]}, session=spark)
     assert "[1, a]" in err.value.message
+
+
+@pytest.mark.parametrize("master", ["bogus://x", "local[x]", "spark:/h:7077", ""])
+def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master, capsys):
+    """Spark's own refusal of a bad master came as a Java stack trace and a Python
+    traceback; the URL is checked first (no session, no JVM is started for it)."""
+    from psn.batch.session import get_session
+    from psn.cli import main
+    with pytest.raises(InputError, match="not a Spark master URL"):
+        get_session(master or " ")
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    assert main(["reference", str(program), "--spark-master", master or " "]) == 2
+    err = capsys.readouterr().err
+    assert "not a Spark master URL" in err and "Traceback" not in err

@@ -17,6 +17,7 @@ behind the caller's back: the session lives until :func:`stop_session` or proces
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -31,6 +32,12 @@ SHUFFLE_PARTITIONS = 2
 _LOCK = threading.Lock()
 _SESSION = None
 _MASTER = None
+
+#: master URLs Spark knows (SparkContext's own patterns, and the cluster managers it ships)
+_MASTER_FORMS = re.compile(
+    r"local(\[(\d+|\*)(\s*,\s*\d+)?\])?"
+    r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+    r"|spark://\S+|yarn|k8s://\S+|mesos://\S+")
 
 # log4j2 configuration: only errors, to stderr; no "Using Spark's default log4j profile"
 _LOG4J2 = """\
@@ -109,9 +116,14 @@ def get_session(master: str | None = None):
     Raises
     ------
     ndlog.errors.InputError
-        If a session with a different master is already running in this process.
+        If a session with a different master is already running in this process, or
+        ``master`` is not a master URL.
+    ndlog.errors.EvaluationError
+        If the session does not start.
     """
     global _SESSION, _MASTER
+    if master is not None:
+        _check_master(master)
     with _LOCK:
         if _SESSION is not None and _SESSION.sparkContext._jsc is not None:
             if master is not None and master != _MASTER:
@@ -126,11 +138,36 @@ def get_session(master: str | None = None):
             # Python workers default to whatever "python3" is on PATH, which may lack the
             # driver's version (PySpark refuses a mismatch)
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        session = _builder(chosen, local).getOrCreate()
+        session = _start(chosen, local)
         session.sparkContext.setLogLevel("ERROR")
         _quiet_python_loggers()
         _SESSION, _MASTER = session, chosen
         return session
+
+
+def _check_master(master: str) -> None:
+    """Refuse a master URL Spark would not take, before a JVM is started for it (Spark's
+    refusal comes as a Java stack trace)."""
+    if not _MASTER_FORMS.fullmatch(master):
+        from ndlog.errors import InputError
+        raise InputError(f"not a Spark master URL: {master!r}",
+                         hint="local, local[N], local[*], spark://HOST:PORT, yarn or "
+                              "k8s://HOST:PORT")
+
+
+def _start(master: str, local: bool):
+    """The session on ``master``; a session that does not start is an EvaluationError
+    naming the master (a cluster that is not there, no Java)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+    try:
+        return _builder(master, local).getOrCreate()
+    except (PySparkException, Py4JError) as exc:
+        from ndlog.errors import EvaluationError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EvaluationError(f"could not start a Spark session on {master!r}: {first}",
+                              hint="check the master URL, and that Java 17 is installed "
+                                   "(java -version)") from exc
 
 
 def _quiet_python_loggers() -> None:
@@ -147,6 +184,8 @@ def _quiet_python_loggers() -> None:
 def stop_session() -> None:
     """Stop this process's session (if any); the next :func:`get_session` starts anew."""
     global _SESSION, _MASTER
+    if master is not None:
+        _check_master(master)
     with _LOCK:
         if _SESSION is not None:
             _SESSION.stop()
