@@ -140,3 +140,22 @@ def test_every_annotation_is_right_or_refuses(name, annotation):
         for rel in want:
             if rel not in skip:
                 assert got.get(rel, set()) == want[rel], (name, annotation, rel)
+
+
+@pytest.mark.spark
+@pytest.mark.ray
+def test_the_demo_runs_a_users_program_and_checks_it_as_psn_run_does(tmp_path, capsys):
+    """``psn demo --program`` with shortest path: every relation of the program is reported
+    (the demo named 'reachable' and refused it), and the Spark check and the Ray replay
+    leave out the relation aggregate selection prunes, as ``psn run --check`` does (two
+    evaluations keep different non-best paths: on this grid they differ)."""
+    topo = tmp_path / "grid.json"
+    assert main(["topology", "grid", "--rows", "4", "--cols", "4", "-o", str(topo)]) == 0
+    capsys.readouterr()
+    rc, out, _ = _run(capsys, ["demo", "--program", "examples/shortest_path.ndl",
+                               "--topology", str(topo), "--deletions", "1"])
+    assert rc == 0, out
+    assert "== PSN demo: examples/shortest_path.ndl on topology" in out
+    assert "check: ok, the simulation equals Spark" in out
+    assert "check: ok, Ray equals the simulation" in out
+    assert "all checks passed" in out
