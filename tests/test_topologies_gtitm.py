@@ -258,6 +258,15 @@ def test_spec_round_trip_and_defaults():
     assert p.stub.beta == 0.0 and p.stub.gamma == 0.0       # itm.c defaults
 
 
+def test_spec_with_trailing_comments_as_in_the_docs():
+    """The spec file docs/topologies.md shows, comments at the ends of lines included."""
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "topologies.md").read_text()
+    shown = docs.split("file; `parse_spec`/`read_spec`/`format_spec` read and write that "
+                       "file:\n\n```\n", 1)[1].split("```", 1)[0]
+    assert shown.count("#") == 5
+    assert parse_spec(shown) == TS100
+
+
 def test_spec_file_with_comments():
     p = topologies.read_spec(DATA / "ts88.spec")
     assert (p.count, p.seed, p.stubs_per_transit, p.extra_ts, p.extra_ss) == (2, 7, 2, 3, 4)

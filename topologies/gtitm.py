@@ -155,10 +155,12 @@ TS100 = TSParams(3, 0, 0, GeoParams(1, 20, 3, 1.0), GeoParams(4, 20, 3, 0.6),
 # ---------------------------------------------------------------------- spec files
 
 def _spec_lines(text: str):
-    """Non-blank, non-comment lines as ``(lineno, tokens)``, the way ``itm.c`` skips them."""
+    """Non-blank, non-comment lines as ``(lineno, raw line, tokens)``, the way ``itm.c``
+    skips them; a ``#`` also ends a line's fields (a trailing comment), as ``itm.c``'s
+    ``sscanf`` stops at it."""
     for no, raw in enumerate(text.splitlines(), 1):
-        toks = raw.split()
-        if toks and not toks[0].startswith("#"):
+        toks = raw.split("#", 1)[0].split()
+        if toks:
             yield no, raw, toks
 
 
@@ -169,8 +171,9 @@ def parse_spec(text: str, filename: str | None = None) -> TSParams:
     ----------
     text:
         ``ts <count> [<seed>]``, then ``<stubs/transit> <extra T-S> <extra S-S>``, then three
-        ``<n> <scale> <edgemethod> <alpha> [<beta>] [<gamma>]`` lines; ``#`` comments and
-        blank lines are skipped, as ``itm.c`` does.
+        ``<n> <scale> <edgemethod> <alpha> [<beta>] [<gamma>]`` lines; blank lines and
+        ``#`` comments (whole lines, or the end of a line) are skipped, as ``itm.c``
+        does.
     filename:
         For error messages.
 
