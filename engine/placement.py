@@ -39,8 +39,10 @@ class Placement:
         workers ``N``; nodes then go to worker ``stable_hash(node) % N`` unless ``mapping``
         names their worker.
     mapping:
-        Explicit ``node -> worker`` assignments. With ``workers=None`` and a mapping, nodes
-        missing from it are an error; with ``workers=N`` they are placed by hash.
+        Explicit ``node -> worker`` assignments. With ``workers=None`` and a mapping, the
+        workers are the names it gives and nodes missing from it are an error; with
+        ``workers=N`` every mapped worker is a number ``0..N-1`` (else an InputError, as on
+        Ray) and unmapped nodes are placed by hash.
 
     Examples
     --------
@@ -54,18 +56,28 @@ class Placement:
     """
 
     def __init__(self, workers: int | None = None, mapping: Mapping | None = None):
-        if workers is not None and (not isinstance(workers, int) or workers < 1):
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):
             raise InputError(f"the number of workers must be a positive integer, "
                              f"not {workers!r}")
         self.workers = workers
         self.mapping = dict(mapping or {})
         self._cache: dict = {}
+        if workers is not None:
+            for node, w in self.mapping.items():
+                if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < workers:
+                    raise InputError(f"node {node!r} is placed on worker {w!r}, but "
+                                     f"{workers} workers are numbered 0..{workers - 1}",
+                                     hint="map nodes to worker numbers below --workers, "
+                                          "or leave --workers out to name workers freely")
 
     @property
     def kind(self) -> str:
-        if self.mapping:
-            return "map"
-        return "node" if self.workers is None else "hash"
+        """``"node"`` (a worker per node), ``"hash"`` (``workers`` workers, nodes placed by
+        hash unless mapped) or ``"map"`` (the workers the mapping names)."""
+        if self.workers is not None:
+            return "hash"
+        return "map" if self.mapping else "node"
 
     def worker_of(self, node: Hashable) -> Hashable:
         """The worker hosting ``node``."""

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import psn
+from ndlog.errors import InputError
 from psn.cli import main
 
 PROGRAM = """
@@ -111,6 +112,20 @@ def test_negative_delays_are_refused_before_the_run(files, capsys, options, what
     assert main(["run", str(files / "p.ndl"), *options]) == 2
     err = capsys.readouterr().err
     assert what in err and "Traceback" not in err
+
+
+def test_a_placement_map_outside_the_workers_is_refused_on_every_engine(files, capsys):
+    """With ``--workers 2`` a map names workers 0 and 1 on every engine: Ray refused
+    worker 5, the in-memory engine and the simulator ran it as a fourth worker."""
+    from psn.distributed.network import _placement
+    (files / "map.txt").write_text("a 5\nb x\n")
+    message = "node 'a' is placed on worker 5, but 2 workers are numbered 0..1"
+    for engine in (["--facts", str(files / "f.ndl")], ["--topology", "ring"]):
+        assert main(["run", str(files / "p.ndl"), *engine, "--workers", "2",
+                     "--placement-map", str(files / "map.txt")]) == 2
+        assert message in capsys.readouterr().err
+    with pytest.raises(InputError, match=message):
+        _placement({"a": 5, "b": "x"}, 2)              # what Ray's driver checks
 
 
 def test_pick_one_and_relation_filter(files, capsys):

@@ -247,8 +247,12 @@ def test_placement_by_node_hash_and_map(tmp_path):
     assert m.same_worker(1, 2) and not m.same_worker(2, 3)
     with pytest.raises(InputError):
         m.worker(9)
-    mixed = Placement(3, {7: "big"})
-    assert mixed.worker(7) == "big" and mixed.worker(8) in (0, 1, 2)
+    mixed = Placement(3, {7: 2})
+    assert mixed.worker(7) == 2 and mixed.worker(8) in (0, 1, 2)
+    assert mixed.describe() == "3 workers by hash (1 mapped explicitly)"
+    for worker in ("big", 3, -1, True):     # with N workers a map names 0..N-1, as on Ray
+        with pytest.raises(InputError, match=f"placed on worker {worker!r}, but 3 workers"):
+            Placement(3, {7: worker})
     f = tmp_path / "place.txt"
     f.write_text("# node worker\n0 w1\n1 w1\n2, w2\n")
     q = parse_placement(None, str(f))
