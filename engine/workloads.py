@@ -33,6 +33,7 @@ attributes).
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -379,7 +380,10 @@ def _parse_phase(text: str, spec: str) -> Phase:
         if name == "wait":
             if len(args) != 1:
                 raise ValueError("wait takes one duration, e.g. wait:10s")
-            return Wait(parse_duration(args[0]))
+            seconds = parse_duration(args[0])
+            if not math.isfinite(seconds) or seconds < 0:
+                raise ValueError(f"a wait is a duration >= 0, not {args[0]!r}")
+            return Wait(seconds)
     except (ValueError, IndexError) as exc:
         raise InputError(f"bad workload phase {text!r} in {spec!r}: {exc}",
                          hint=SPEC_HELP) from None
@@ -433,6 +437,8 @@ def _parse_sensors(args: list[str]) -> Sensors:
                 raise ValueError("trigger is a fraction in [0, 1]")
         elif key == "untrigger":
             untrigger = _number(int, value) if eq and value.strip() not in ("", "all") else -1
+            if eq and value.strip() not in ("", "all") and untrigger < 0:
+                raise ValueError("untrigger=K takes a number of sensors K >= 0 (or 'all')")
         else:
             raise ValueError(f"unknown sensors option {key!r} (trigger=F, untrigger[=K])")
     if not args:

@@ -302,6 +302,12 @@ def test_workload_specs_parse():
                 "sensors:color=1"):
         with pytest.raises(InputError):
             parse_workload(bad, ring)
+    for bad, what in (("wait:-5s", "a wait is a duration >= 0"), ("wait:nan", "duration"),
+                      ("sensors:trigger=0.5,untrigger=-1", "untrigger=K takes")):
+        with pytest.raises(InputError, match=what):     # they ran: -1 un-triggered all
+            parse_workload(bad, ring)
+    assert parse_workload("sensors:untrigger=0").phases[-1].untrigger == 0
+    assert parse_workload("sensors:untrigger=all").phases[-1].untrigger == -1
 
 
 def _expand(spec, topo, seed=1, arity=2):

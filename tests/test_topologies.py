@@ -257,6 +257,12 @@ def test_cli_gtitm_options(tmp_path, capsys):
                      str(tmp_path / "ts.alt")]) == 0
     assert (tmp_path / "ts-0.alt").exists() and (tmp_path / "ts-1.alt").exists()
     capsys.readouterr()
+    # refused, not ignored: --density without --nodes printed ts100, --count 0 one graph
+    for argv, what in ((["--density", "dense"], "--density dense applies to the variant"),
+                       (["--count", "0"], "--count takes a number of graphs >= 1")):
+        assert psn_main(["topology", "gtitm", *argv]) == 2
+        out = capsys.readouterr()
+        assert what in out.err and out.out == ""
 
 
 def test_cli_sensor_grid_and_small_graphs(tmp_path, capsys):

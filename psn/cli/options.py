@@ -123,7 +123,8 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
     sim.add_argument("--local-latency", default=None, metavar="DURATION",
                      help="latency between nodes of one worker (default: the topology's)")
     sim.add_argument("--metrics", default=None, metavar="FILE",
-                     help="write per-step, per-node and per-worker metrics (.json or .csv)")
+                     help="write per-step, per-node and per-worker metrics (CSV if FILE "
+                     "ends in .csv, else JSON)")
     ray = p.add_argument_group("Ray (--engine ray)")
     ray.add_argument("--address", default=None, metavar="ADDR",
                      help="join the Ray cluster at HOST:PORT or 'auto' (default: a private "

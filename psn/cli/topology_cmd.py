@@ -65,8 +65,9 @@ def register(subparsers) -> None:
     g.add_argument("--extra-ss", type=int, help="extra stub-stub edges (default 0)")
     g.add_argument("--nodes", type=int,
                    help="use the dense/sparse variant with about this many nodes")
-    g.add_argument("--density", choices=("sparse", "dense"), default="sparse",
-                   help="with --nodes: about 1.8 (sparse) or 4 (dense) links per node")
+    g.add_argument("--density", choices=("sparse", "dense"), default=None,
+                   help="with --nodes: about 1.8 (sparse, the default) or 4 (dense) links "
+                        "per node")
     g.add_argument("--count", type=int,
                    help="number of graphs (default: the spec's, else 1); with --output "
                         "FILE, graph i goes to FILE-i.alt as itm names them")
@@ -130,8 +131,13 @@ def _gtitm(args) -> int:
 
     if args.spec and args.nodes:
         raise InputError("give --spec or --nodes, not both")
+    if args.density is not None and not args.nodes:
+        raise InputError(f"--density {args.density} applies to the variant of --nodes N",
+                         hint=f"add --nodes N, e.g. --nodes 1000 --density {args.density}")
+    if args.count is not None and args.count < 1:
+        raise InputError(f"--count takes a number of graphs >= 1, not {args.count}")
     if args.nodes:
-        params = topologies.ts_variant(args.nodes, args.density)
+        params = topologies.ts_variant(args.nodes, args.density or "sparse")
     elif args.spec:
         params = topologies.read_spec(args.spec)
     else:
