@@ -304,10 +304,14 @@ class Resolved:
         return on_node
 
     def describe(self) -> dict:
-        """The resolved choices, JSON-able."""
+        """The resolved choices, JSON-able (``max_memory``: the ceiling in bytes that
+        applies, the default's too; ``0`` or ``None``: none)."""
+        from .guards import default_memory_limit
         out = self.options.describe()
         out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel,
-                   max_updates=self.max_updates)
+                   max_updates=self.max_updates,
+                   max_memory=default_memory_limit() if self.options.max_memory is None
+                   else self.options.max_memory)
         return out
 
 
@@ -374,9 +378,9 @@ def _ship(text: str | None, scheme) -> tuple | None:
         if own:
             raise InputError(f"annotation '{scheme.name}' ships {' or '.join(own)}, not "
                              f"--ship {text}", hint="use --ship " + " or --ship ".join(own))
-        raise InputError(f"MinShip ships alternative derivations, but annotation "
-                         f"'{scheme.name}' keeps none",
-                         hint="use --annotation absorption, or --ship off")
+        raise InputError(f"MinShip ships alternative derivations as provenance, which "
+                         f"annotation '{scheme.name}' does not keep in a form MinShip can "
+                         f"ship", hint="use --annotation absorption, or --ship off")
     return parsed
 
 

@@ -112,7 +112,9 @@ def relations_to_json(relations: dict[str, set]) -> dict[str, list]:
 
 
 def render_relations(relations: dict[str, set], fmt: str = "table") -> str:
-    """Render relations as ``table`` (NDlog facts grouped by relation), ``json`` or ``csv``.
+    """Render relations as ``table`` (NDlog facts grouped by relation), ``json`` or ``csv``
+    (a header ``relation,arg1,...,argK`` for the widest relation, then one row per tuple:
+    its relation and its values, so a narrower relation's rows are shorter).
 
     Raises
     ------
@@ -131,7 +133,8 @@ def _render(relations: dict[str, set], fmt: str) -> str:
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["relation", "tuple"])
+        width = max((len(t) for rows in relations.values() for t in rows), default=0)
+        w.writerow(["relation"] + [f"arg{i}" for i in range(1, width + 1)])
         for name, rows in sorted(relations.items()):
             for t in sorted_tuples(rows):
                 w.writerow([name] + [format_value(v) for v in t])

@@ -216,7 +216,7 @@ def test_refusals_name_the_fix():
     with pytest.raises(PSNError, match="cannot maintain negation") as exc:
         Network(negated, annotation="dred")
     assert "--annotation absorption" in exc.value.hint
-    with pytest.raises(InputError, match="keeps none"):
+    with pytest.raises(InputError, match="does not keep in a form MinShip can ship"):
         Network(REACH, annotation="dred", ship="lazy")
     with pytest.raises(InputError, match="does not support") as exc:
         Network(SHORTEST, annotation="dred", aggsel="multi")

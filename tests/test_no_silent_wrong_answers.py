@@ -106,6 +106,9 @@ def test_bad_inputs_exit_2_with_the_position(tmp_path, capsys):
     assert rc == 2 and "does not exist" in err
     rc, out, err = _run(capsys, ["demo", "--workers", "0"])
     assert rc == 2 and "--workers" in err and out == ""
+    rc, _, err = _run(capsys, ["run", REACH, "--topology", "random"])
+    assert rc == 2 and "give exactly one of m" in err
+    assert "--topology-option n=20 --topology-option m=40" in err     # where m goes
 
 
 @pytest.mark.parametrize("annotation", ["set", "absorption", "derivation"])

@@ -14,6 +14,7 @@ import pytest
 
 import psn
 from engine import Network, RunOptions
+from engine.guards import default_memory_limit
 from ndlog.analysis import aggsel_candidates
 from ndlog.errors import InputError
 from psn.cli import main
@@ -82,6 +83,9 @@ def test_json_shape_and_relations_are_the_same_on_every_engine(program, tmp_path
         assert set(doc) == TOP_KEYS, engine
         assert doc["run"]["engine"] == engine
         assert doc["run"]["annotation"] == "absorption" and doc["run"]["ship"] == "lazy"
+        # the ceiling that applies (75 % of this machine's memory by default), not None
+        assert doc["run"]["max_memory"] == default_memory_limit(), engine
+        assert ("delivery" in doc["run"]) == (engine != "ray"), engine    # Ray: no model
         assert [s["label"] for s in doc["steps"]] == ["facts", f"burst {bursts / 'b1.ndl'}",
                                                       f"burst {bursts / 'b2.ndl'}"]
         for row in doc["steps"]:

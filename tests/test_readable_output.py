@@ -54,7 +54,7 @@ def test_output_csv_extension_writes_csv(command, facts, tmp_path):
     out = tmp_path / "result.CSV"  # the extension is matched case-insensitively
     assert _run(command, facts, "--output", str(out)) == 0
     rows = list(csv.reader(io.StringIO(out.read_text())))
-    assert rows[0] == ["relation", "tuple"]
+    assert rows[0] == ["relation", "arg1", "arg2"]      # as wide as the widest relation
     reachable = {tuple(map(int, r[1:])) for r in rows[1:] if r[0] == "reachable"}
     assert sorted(reachable) == _expected()["reachable"]
 
@@ -105,7 +105,7 @@ def test_facts_are_checked_against_the_program(command, name, text, message, tmp
 
 def test_format_without_output_prints_that_format(facts, capsys):
     assert _run(["eval"], facts, "--format", "csv") == 0
-    assert capsys.readouterr().out.startswith("relation,tuple\n")
+    assert capsys.readouterr().out.startswith("relation,arg1,arg2\n")
     assert _run(["eval"], facts) == 0
     assert "reachable (9 tuples)" in capsys.readouterr().out
 

@@ -151,6 +151,21 @@ def _topology(args):
                              f"{', '.join(words)} is not a number",
                              hint="give a number, e.g. --topology-option nodes=300") from None
         raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
+    except InputError as exc:
+        if exc.hint is not None:
+            raise
+        example = _OPTION_EXAMPLES.get(name)
+        raise InputError(exc.message, hint=f"the {name} generator takes its options as "
+                         f"--topology-option KEY=VALUE (repeatable)"
+                         + (f", e.g. {example}" if example else "")) from None
+
+
+#: the options of some generators (``topologies.make``), for hints
+_OPTION_EXAMPLES = {
+    "random": "--topology-option n=20 --topology-option m=40 (or p=0.2)",
+    "ring": "--topology-option n=10", "line": "--topology-option n=10",
+    "grid": "--topology-option rows=4 --topology-option cols=5",
+    "dense": "--topology-option nodes=300", "sparse": "--topology-option nodes=300"}
 
 
 def _topology_options(items: list[str]) -> dict:

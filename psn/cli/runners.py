@@ -166,6 +166,7 @@ class RayRunner(Runner):
 
     def describe(self) -> dict:
         out = super().describe()
+        out.pop("delivery", None)          # Ray delivers as its actors run; not a model
         out.update(workers=self.net.workers,
                    ray_startup_seconds=round(self.pool.ray_startup_seconds, 3),
                    actor_startup_seconds=round(self.pool.actor_startup_seconds, 3))
