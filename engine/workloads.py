@@ -436,8 +436,9 @@ def _parse_sensors(args: list[str]) -> Sensors:
             if not 0 <= trigger <= 1:
                 raise ValueError("trigger is a fraction in [0, 1]")
         elif key == "untrigger":
-            untrigger = _number(int, value) if eq and value.strip() not in ("", "all") else -1
-            if eq and value.strip() not in ("", "all") and untrigger < 0:
+            counted = eq and value.strip() not in ("", "all")
+            untrigger = _number(int, value) if counted else -1
+            if counted and untrigger < 0:
                 raise ValueError("untrigger=K takes a number of sensors K >= 0 (or 'all')")
         else:
             raise ValueError(f"unknown sensors option {key!r} (trigger=F, untrigger[=K])")

@@ -48,8 +48,8 @@ def _shuffle(rng: random.Random, x: list) -> None:
     drawn from ``rng.getrandbits`` with rejection, as ``Random._randbelow`` does), written
     out so that no function call is paid per element: the random delivery model shuffles
     every message of more than one update, and ``Random.shuffle`` took 9 % of cProfile's
-    time in a simulator run of reachable with set semantics. Written here, the permutation for a seed no longer depends on
-    how the running Python implements ``shuffle`` either.
+    time in a simulator run of reachable with set semantics. Written here, the permutation
+    for a seed no longer depends on how the running Python implements ``shuffle`` either.
 
     Parameters
     ----------

@@ -135,3 +135,25 @@ def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master
     assert main(["reference", str(program), "--spark-master", master or " "]) == 2
     err = capsys.readouterr().err
     assert "not a Spark master URL" in err and "Traceback" not in err
+
+
+
+def test_a_stopped_session_is_started_anew():
+    """``psn.batch.stop_session`` stops the process's session and the next evaluation
+    starts a new one (in a process of its own: the suite's session stays up)."""
+    import subprocess
+    import sys
+    script = (
+        "import psn\n"
+        "from psn.batch import evaluate_spark, get_session, stop_session\n"
+        "stop_session()\n"                      # nothing running: nothing to do
+        "first = get_session('local[1]')\n"
+        "stop_session()\n"
+        "assert first.sparkContext._jsc is None\n"
+        "got = evaluate_spark(psn.parse('r(X, Y) :- e(X, Y).'), {'e': [(1, 2)]},\n"
+        "                     master='local[1]')\n"
+        "assert got['r'] == {(1, 2)} and get_session() is not first\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -184,8 +184,6 @@ def _quiet_python_loggers() -> None:
 def stop_session() -> None:
     """Stop this process's session (if any); the next :func:`get_session` starts anew."""
     global _SESSION, _MASTER
-    if master is not None:
-        _check_master(master)
     with _LOCK:
         if _SESSION is not None:
             _SESSION.stop()
