@@ -192,7 +192,8 @@ def make_delivery(spec: "str | Delivery") -> Delivery:
     except ValueError as exc:
         raise InputError(f"bad delivery model {spec!r}: {exc}") from None
     except InputError as exc:
-        raise InputError(f"bad delivery model {spec!r}: {exc.message}") from None
+        raise InputError(f"bad delivery model {spec!r}: {exc.message}", hint=exc.hint) \
+            from None
     if opts:
         raise InputError(f"unknown option(s) {', '.join(opts)} for delivery {name!r}")
     return model

@@ -270,6 +270,15 @@ class Resolved:
             check_set_deletions(program.source, because)
 
     @property
+    def prunes(self) -> bool:
+        """True if aggregate selection prunes some relation in this run: its selectors on
+        :attr:`program` are not empty (``single`` prunes nothing on a predicate it cannot
+        split). A run that prunes nothing is checked against a reference that prunes
+        nothing either."""
+        from .aggsel import selectors
+        return self.aggsel != "off" and bool(selectors(self.program, self.aggsel)[0])
+
+    @property
     def ship_text(self) -> str:
         """MinShip as the command line spells it (``lazy``, ``eager:100``, ``eager:1s``,
         ``off``)."""
@@ -305,11 +314,11 @@ class Resolved:
 
     def describe(self) -> dict:
         """The resolved choices, JSON-able (``max_memory``: the ceiling in bytes that
-        applies, the default's too; ``0`` or ``None``: none)."""
+        applies, the default's too; ``0`` or ``None``: none; ``prunes``: :attr:`prunes`)."""
         from .guards import default_memory_limit
         out = self.options.describe()
         out.update(annotation=self.scheme.name, ship=self.ship_text, aggsel=self.aggsel,
-                   max_updates=self.max_updates,
+                   prunes=self.prunes, max_updates=self.max_updates,
                    max_memory=default_memory_limit() if self.options.max_memory is None
                    else self.options.max_memory)
         return out

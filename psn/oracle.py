@@ -30,7 +30,10 @@ def reference_evaluator(kind: str = "python", master: str | None = None):
         from ndlog.reference import evaluate
         return evaluate
     if kind == "spark":
+        from .batch.session import check_master
         from .batch.spark import evaluate_spark
+        if master is not None:
+            check_master(master)             # before the run, not at its first check
 
         def spark(program, facts, aggsel=True):
             return evaluate_spark(program, facts, master=master, aggsel=aggsel)

@@ -50,7 +50,8 @@ class ProcessingModel:
         except ValueError as exc:
             raise InputError(f"bad processing-time model {text!r}: {exc}") from None
         except InputError as exc:
-            raise InputError(f"bad processing-time model {text!r}: {exc.message}") from None
+            raise InputError(f"bad processing-time model {text!r}: {exc.message}",
+                             hint=exc.hint) from None
 
     def describe(self) -> str:
         return f"{self.per_update * 1e6:g} us/update + {self.per_batch * 1e6:g} us/batch"

@@ -115,10 +115,9 @@ class Simulation:
         Measure per-node state and provenance bytes after every step (costs a pass over
         all stored tuples).
     reference:
-        ``evaluate(program, facts, aggsel=bool) -> relations`` that :meth:`check` compares
-        with (default :func:`ndlog.reference.evaluate`; ``psn.oracle.reference_evaluator``
-        gives Spark's); ``aggsel`` is false when the run prunes nothing
-        (``aggsel="off"``).
+        ``evaluate(program, facts) -> relations`` that :meth:`check` compares with (default
+        :func:`ndlog.reference.evaluate`; ``psn.oracle.reference_evaluator`` gives
+        Spark's); called with ``aggsel=False`` as well when the run prunes nothing.
     """
 
     def __init__(self, program, topology, *, options: RunOptions | None = None,
@@ -446,13 +445,16 @@ class Simulation:
 
         Returns ``(equal, diff)`` where ``diff`` lists ``(relation, "+"|"-", tuple)``:
         ``+`` the engine has a tuple the reference does not, ``-`` the reverse. Predicates
-        the reference prunes by aggregate selection (Liu Sec. 6) are not compared; with
-        ``aggsel="off"`` neither side prunes and every predicate is compared.
+        the reference prunes by aggregate selection (Liu Sec. 6) are not compared; when the
+        run prunes nothing (``aggsel="off"``, or nothing it can prune), neither does the
+        reference, and every predicate is compared.
         """
         # the ledger holds the program's own facts too (they can be deleted like any other)
-        aggsel = self.aggsel != "off"     # off: nothing is pruned, every relation compared
-        ref = self.reference(self.program.with_(facts=()), self.base_facts(), aggsel=aggsel)
-        skip = _aggsel_pruned(self.program) if aggsel else set()
+        source, facts = self.program.with_(facts=()), self.base_facts()
+        if self.resolved.prunes:
+            ref, skip = self.reference(source, facts), _aggsel_pruned(self.program)
+        else:                             # nothing pruned: every relation compared
+            ref, skip = self.reference(source, facts, aggsel=False), set()
         return compare_relations(self.relations(), ref, skip=skip)
 
     # ------------------------------------------------------------------ output

@@ -205,6 +205,35 @@ def test_the_errors_advice_aggsel_off_runs_and_is_checked_on_every_relation(tmp_
     assert result.ok and result.complete
 
 
+def test_single_prunes_nothing_on_a_predicate_it_cannot_split_and_is_checked_so(tmp_path,
+                                                                                  capsys):
+    """One rule computes both aggregates of path, so ``single`` cannot split it and prunes
+    nothing: the run resolves to ``single`` but is checked like ``off`` (the reference
+    pruned, and stopped on zero costs with the error that says to turn pruning off)."""
+    from psn.cli import main
+    from sim import Simulation
+    program = """
+sp1 path(@S, D, P, C, L) :- link(@S, D, C), P := f_concat(S, D), L := 1.
+sp2 path(@S, D, P, C, L) :- link(@S, Z, C1), path(@Z, D, P2, C2, L2), f_member(P2, S) == 0,
+                            P := f_prepend(S, P2), C := C1 + C2, L := L2 + 1.
+b1 best(@S, D, min<C>, min<L>) :- path(@S, D, P, C, L).
+"""
+    zero = [(1, 2, 0), (2, 1, 0), (2, 3, 1)]
+    resolved = RunOptions(aggsel="single").resolve(prepare(psn.parse(program)))
+    assert resolved.aggsel == "single" and not resolved.prunes
+    sim = Simulation(psn.parse(program), None, aggsel="single", seed=1, state_metrics=False)
+    assert sim.step(insert={"link": zero}, check=True).check
+    path = tmp_path / "best.ndl"
+    path.write_text(program)
+    facts = tmp_path / "zero.ndl"
+    facts.write_text("".join(f"link(@{s}, {d}, {c}).\n" for s, d, c in zero))
+    assert main(["run", str(path), "--facts", str(facts), "--aggsel", "single",
+                 "--check"]) == 0
+    assert "check against python: ok" in capsys.readouterr().err
+    result = psn.verify(program, {"link": zero}, [["-link(@2, 3, 1)"]], aggsel="single")
+    assert result.ok and result.complete
+
+
 # -- detection, selectors ------------------------------------------------------------------
 
 def test_detection_maps_path_and_its_localized_auxiliary():

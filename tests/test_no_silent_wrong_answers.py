@@ -8,6 +8,7 @@ bad input ends in exit status 2 with a position and no traceback.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -147,7 +148,7 @@ def test_every_annotation_is_right_or_refuses(name, annotation):
 
 @pytest.mark.spark
 @pytest.mark.ray
-def test_the_demo_runs_a_users_program_and_checks_it_as_psn_run_does(tmp_path, capsys):
+def test_the_demo_runs_a_users_program_and_checks_it_as_psn_run_does(spark, tmp_path, capsys):
     """``psn demo --program`` with shortest path: every relation of the program is reported
     (the demo named 'reachable' and refused it), and the Spark check and the Ray replay
     leave out the relation aggregate selection prunes, as ``psn run --check`` does (two
@@ -155,10 +156,11 @@ def test_the_demo_runs_a_users_program_and_checks_it_as_psn_run_does(tmp_path, c
     topo = tmp_path / "grid.json"
     assert main(["topology", "grid", "--rows", "4", "--cols", "4", "-o", str(topo)]) == 0
     capsys.readouterr()
-    rc, out, _ = _run(capsys, ["demo", "--program", "examples/shortest_path.ndl",
+    program = Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl"
+    rc, out, _ = _run(capsys, ["demo", "--program", str(program),
                                "--topology", str(topo), "--deletions", "1"])
     assert rc == 0, out
-    assert "== PSN demo: examples/shortest_path.ndl on topology" in out
+    assert f"== PSN demo: {program} on topology" in out
     assert "check: ok, the simulation equals Spark" in out
     assert "check: ok, Ray equals the simulation" in out
     assert "all checks passed" in out

@@ -135,6 +135,11 @@ def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master
     assert main(["reference", str(program), "--spark-master", master or " "]) == 2
     err = capsys.readouterr().err
     assert "not a Spark master URL" in err and "Traceback" not in err
+    # psn run --check spark refuses it before the run, not at its first check
+    assert main(["run", str(program), "--topology", "ring", "--check", "spark",
+                 "--spark-master", master or " "]) == 2
+    out = capsys.readouterr()
+    assert "not a Spark master URL" in out.err and out.out == ""
 
 
 

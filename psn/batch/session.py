@@ -22,7 +22,8 @@ import sys
 import tempfile
 import threading
 
-__all__ = ["get_session", "stop_session", "DEFAULT_MASTER", "SHUFFLE_PARTITIONS"]
+__all__ = ["get_session", "stop_session", "check_master", "DEFAULT_MASTER",
+           "SHUFFLE_PARTITIONS"]
 
 #: master used when none is given (all local cores; a 2-core machine gets ``local[2]``)
 DEFAULT_MASTER = "local[*]"
@@ -123,7 +124,7 @@ def get_session(master: str | None = None):
     """
     global _SESSION, _MASTER
     if master is not None:
-        _check_master(master)
+        check_master(master)
     with _LOCK:
         if _SESSION is not None and _SESSION.sparkContext._jsc is not None:
             if master is not None and master != _MASTER:
@@ -145,9 +146,15 @@ def get_session(master: str | None = None):
         return session
 
 
-def _check_master(master: str) -> None:
+def check_master(master: str) -> None:
     """Refuse a master URL Spark would not take, before a JVM is started for it (Spark's
-    refusal comes as a Java stack trace)."""
+    refusal comes as a Java stack trace).
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        Naming ``master``, with the forms Spark takes.
+    """
     if not _MASTER_FORMS.fullmatch(master):
         from ndlog.errors import InputError
         raise InputError(f"not a Spark master URL: {master!r}",

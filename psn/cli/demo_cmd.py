@@ -101,7 +101,7 @@ def _compared(program, outcome) -> list[str]:
     selection prunes while the run prunes (two evaluations may keep different non-best
     tuples there; the aggregates built on them are compared), as ``psn run --check``."""
     from ndlog.analysis import aggsel_candidates
-    pruned = set(aggsel_candidates(program)) if outcome.run["aggsel"] != "off" else set()
+    pruned = set(aggsel_candidates(program)) if outcome.run["prunes"] else set()
     return sorted(r for r in outcome.relations if r not in pruned)
 
 
@@ -113,7 +113,7 @@ def _spark_check(program, outcome) -> bool:
     print("== Spark batch reference (local Spark, synchronous semi-naive)")
     start = time.perf_counter()
     spark = evaluate_spark(program.with_(facts=()), outcome.base_facts,
-                           aggsel=outcome.run["aggsel"] != "off")
+                           aggsel=outcome.run["prunes"])
     diff = compare_relations(spark, outcome.relations, relations=_compared(program, outcome))
     print(f"   {time.perf_counter() - start:.1f} s including session start; "
           f"check: {'ok, the simulation equals Spark' if diff.ok else 'FAILED'}")

@@ -152,7 +152,7 @@ def _topology(args):
                              hint="give a number, e.g. --topology-option nodes=300") from None
         raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
     except InputError as exc:
-        if exc.hint is not None:
+        if exc.hint is not None or exc.span is not None:   # says enough, or where
             raise
         example = _OPTION_EXAMPLES.get(name)
         raise InputError(exc.message, hint=f"the {name} generator takes its options as "
@@ -337,9 +337,9 @@ def _checker(args, program):
     pruned = set(aggsel_candidates(program))
 
     def check(runner):
-        # aggregate selection as the run resolved it; off, nothing is pruned on either side
-        # and every relation is compared
-        aggsel = runner.net.resolved.aggsel != "off"
+        # a run that prunes nothing is compared with a reference that prunes nothing,
+        # on every relation
+        aggsel = runner.net.resolved.prunes
         want = reference(source, runner.base_facts(), aggsel=aggsel)
         return verdict(runner.relations(), want, skip=pruned if aggsel else set())
     return check

@@ -223,7 +223,7 @@ class Reference:
     Relations pruned by aggregate selection (:func:`ndlog.analysis.aggsel_candidates`) are
     compared through the aggregates computed from them, not themselves: the engine and the
     reference may keep different non-best tuples there. When the run prunes nothing
-    (aggregate selection resolved to ``"off"``), neither does the reference, and every
+    (:attr:`engine.options.Resolved.prunes`), neither does the reference, and every
     relation is compared.
     """
 
@@ -237,7 +237,7 @@ class Reference:
         hit = self._cache.get(phase)
         if hit is None:
             from ndlog.reference import evaluate
-            aggsel = net.resolved.aggsel != "off"
+            aggsel = net.resolved.prunes
             ref = evaluate(self.program, net.base_facts(), aggsel=aggsel)
             pruned = self.pruned if aggsel else set()
             rels = sorted(r for r in ref if r not in pruned)
