@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.errors import EvaluationError, InputError
 from ndlog.parser import parse, parse_atom
+from ndlog.reference import fact_rows
 from ndlog.text import count_noun
 
 from .host import Host
@@ -181,9 +182,7 @@ class Network:
             raise InputError(f"facts must be a mapping of predicate -> tuples, got "
                              f"{type(facts).__name__}")
         for pred, rows in (facts or {}).items():
-            if isinstance(rows, (str, bytes)):
-                raise InputError(f"facts for '{pred}' must be an iterable of tuples")
-            initial.extend((1, pred, r) for r in rows)
+            initial.extend((1, pred, r) for r in fact_rows(pred, rows))
         if initial:
             self.apply(initial)
 

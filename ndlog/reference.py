@@ -53,7 +53,7 @@ from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
 from ndlog.expr import compile_compare, compile_term
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
-__all__ = ["evaluate", "base_facts", "Relation", "compile_body"]
+__all__ = ["evaluate", "base_facts", "fact_rows", "Relation", "compile_body"]
 
 Env = dict
 Emit = Callable[[Env], None]
@@ -476,6 +476,24 @@ def _monotone_guard(rule: A.Rule, spec: AggSelSpec):
 # facts and the main loop
 
 
+def fact_rows(pred, rows) -> Iterable:
+    """``rows``, the facts given for predicate ``pred`` in a ``predicate -> tuples``
+    mapping, once both have the right shape: a string name, and an iterable that is not a
+    string (each row is checked where it is read).
+
+    Raises
+    ------
+    InputError
+        Naming the predicate, or the value given for it.
+    """
+    if not isinstance(pred, str):
+        raise InputError(f"a predicate name must be a string, got {pred!r}")
+    if rows is None or isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise InputError(f"facts for '{pred}' must be an iterable of tuples, got "
+                         f"{type(rows).__name__}")
+    return rows
+
+
 def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
                ) -> dict[str, list[tuple]]:
     """The program's own facts plus ``facts``, with arities checked and primary keys of
@@ -499,9 +517,7 @@ def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
     for f in program.facts:
         put(f.pred, f.values)
     for pred, rows in (facts or {}).items():
-        if isinstance(rows, (str, bytes)):
-            raise InputError(f"facts for '{pred}' must be an iterable of tuples, got a string")
-        for row in rows:
+        for row in fact_rows(pred, rows):
             if not isinstance(row, (tuple, list)):
                 raise InputError(f"a fact of '{pred}' must be a tuple, got {row!r}")
             put(pred, tuple(_freeze(v) for v in row))

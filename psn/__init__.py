@@ -57,8 +57,10 @@ def _checked_facts(program, facts) -> Mapping:
     if not isinstance(facts, Mapping):
         raise InputError(f"facts must be a mapping of predicate -> tuples, got "
                          f"{type(facts).__name__}")
+    from ndlog.reference import fact_rows
     known = dict.fromkeys(program.predicates)
-    for pred in facts:
+    for pred, rows in facts.items():
+        fact_rows(pred, rows)
         if pred not in known:
             FactShapes(known).check(pred, 0, None, None)    # raises, with "did you mean"
     return facts

@@ -25,20 +25,22 @@ Nothing here reads the wall clock except to report wall time.
 from __future__ import annotations
 
 from ndlog.check import verdict
+from ndlog.errors import InputError
 from ndlog.text import count_noun
-from ndlog.reference import evaluate as _python_reference
+from ndlog.reference import evaluate as _python_reference, fact_rows
 
 import math
 import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from .clock import VirtualClock
 from .delivery import ProcessingModel
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
+from engine.network import parse_update
 from engine.placement import Placement
 from engine.guards import soft_state_deletions
 from engine.options import RunOptions
@@ -284,10 +286,28 @@ class Simulation:
              label: str = "step", advance: float = 0.0, check: bool = False,
              updates: list | None = None) -> StepResult:
         """Run one burst: ``insert``/``delete`` map predicates to lists of tuples (the
-        deletions apply first), or ``updates`` lists ``(sign, pred, tuple)`` in the order
-        they apply (a burst file's)."""
+        deletions apply first), or ``updates`` lists ``(sign, pred, tuple)`` (sign ``1``,
+        ``-1``, ``"+"`` or ``"-"``) or ``"+link(@a, b)"`` strings in the order they apply
+        (a burst file's), as :func:`engine.network.parse_update` reads them.
+
+        Raises
+        ------
+        ndlog.errors.InputError
+            For an update that is not one of those forms, or both ``updates`` and
+            ``insert``/``delete``.
+        """
+        if updates is not None:
+            if insert or delete:
+                raise InputError("give updates, or insert and delete, not both")
+            updates = [parse_update(u) for u in updates]
+        for given in (insert, delete):
+            if given is not None and not isinstance(given, Mapping):
+                raise InputError(f"insert and delete map predicates to tuples, got "
+                                 f"{type(given).__name__}")
+            for pred, rows in (given or {}).items():
+                fact_rows(pred, rows)
         return self._run_step(Step(label, dict(insert or {}), dict(delete or {}), advance,
-                                   None if updates is None else list(updates)), check)
+                                   updates), check)
 
     def advance(self, seconds: float, check: bool = False) -> StepResult:
         """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence."""

@@ -180,6 +180,11 @@ def test_report_only_rebuilds_from_runs_json(swept, tmp_path):
     assert "- Command: `psn experiment all --tiny`" in again.report.read_text()
     with pytest.raises(psn.PSNError, match="runs.json"):
         run_experiment("fig13", TINY, tmp_path / "empty", report_only=True)
+    for text in ('{"a": 1}', '[{"a": 1}]', '[{"spec": {"nonsense": 1}}]'):
+        (tmp_path / "damaged").mkdir(exist_ok=True)
+        (tmp_path / "damaged" / "runs.json").write_text(text)
+        with pytest.raises(psn.PSNError, match="run 1 is not a run record"):
+            run_experiment("fig13", TINY, tmp_path / "damaged", report_only=True)
     with pytest.raises(psn.PSNError, match="not in"):
         run_experiment("fig13", make_config("tiny", seed=5), out / "fig13", report_only=True)
 

@@ -164,3 +164,39 @@ def test_the_demo_runs_a_users_program_and_checks_it_as_psn_run_does(spark, tmp_
     assert "check: ok, the simulation equals Spark" in out
     assert "check: ok, Ray equals the simulation" in out
     assert "all checks passed" in out
+
+
+def test_facts_of_the_wrong_shape_are_input_errors_on_every_entry_point():
+    """None for a predicate's facts, or a predicate that is not a string, was a TypeError
+    from deep inside (or a crash in the 'did you mean' hint) on every Python entry point."""
+    from ndlog.errors import InputError
+    from sim import Simulation
+    program = psn.load(REACH)
+    calls = [lambda f: psn.evaluate(program, f), lambda f: Network(program, f),
+             lambda f: psn.verify(program, f, []),
+             lambda f: Simulation(program, "ring", state_metrics=False).step(insert=f)]
+    for call in calls:
+        with pytest.raises(InputError, match="facts for 'link' must be an iterable of tuples"):
+            call({"link": None})
+    with pytest.raises(InputError, match="a predicate name must be a string, got 1"):
+        psn.evaluate(program, {1: [(1, 2)]})
+
+
+def test_simulation_step_reads_updates_as_the_other_entry_points_do():
+    """``step(updates=...)`` takes the signs and fact strings of bursts and ``psn.verify``
+    ('+' was a TypeError; a sign of 5 counted as an insertion)."""
+    from ndlog.errors import InputError
+    from sim import Simulation
+    program = psn.load(REACH)
+    sim = Simulation(program, None, seed=1, state_metrics=False)
+    step = sim.step(updates=[("+", "link", (1, 2)), "+link(@2, 3)", (1, "link", (3, 4))])
+    assert step.inserted == 3 and sim.relations()["reachable"] == psn.evaluate(
+        program, {"link": [(1, 2), (2, 3), (3, 4)]})["reachable"]
+    sim.step(updates=["-link(@3, 4)"])
+    assert (3, 4) not in sim.relations()["link"]
+    for bad, what in [([(5, "link", (1, 2))], "sign of a burst item must be"),
+                      ([("x",)], "a burst item must be")]:
+        with pytest.raises(InputError, match=what):
+            sim.step(updates=bad)
+    with pytest.raises(InputError, match="not both"):
+        sim.step(insert={"link": [(5, 6)]}, updates=["+link(@6, 7)"])

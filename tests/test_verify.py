@@ -354,6 +354,22 @@ def test_cli_failure_writes_and_replays(tmp_path, capsys, monkeypatch):
     replayed = capsys.readouterr().out
     assert code == 1 and "differences from the synchronous semi-naive result" in replayed
     assert replayed.split("\n", 1)[1].strip() in out
+    # a damaged file is an error naming it and the field (exit 2), never a traceback
+    # with exit 1, which means "the counterexample still fails"
+    good = json.loads(path.read_text())
+    for damage, what in [(lambda d: d["problem"].update(facts=5), "'facts' must be a list"),
+                         (lambda d: d.update(phase="x"), "'phase' must be an integer"),
+                         (lambda d: d["problem"].update(scope=3), "'scope' must be a string"),
+                         (lambda d: d.pop("problem"), "'problem' must be an object"),
+                         (lambda d: d["problem"].update(facts=[["?", "a", [0]]]),
+                          "sign of a burst item")]:
+        doc = json.loads(json.dumps(good))
+        damage(doc)
+        bad = tmp_path / "damaged.json"
+        bad.write_text(json.dumps(doc))
+        assert main(["verify", "--replay", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}: " in err and what in err and "Traceback" not in err
 
 
 def test_cli_json(tmp_path, capsys):

@@ -88,7 +88,14 @@ def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read {path}: {exc}",
                          hint="run the experiment first (without --report-only)") from None
-    by_spec = {RunSpec.from_dict(r["spec"]): r for r in saved}
+    by_spec = {}
+    for i, r in enumerate(saved if isinstance(saved, list) else [saved]):
+        try:
+            by_spec[RunSpec.from_dict(r["spec"])] = r
+        except (KeyError, TypeError, ValueError, AttributeError):   # not a record we wrote
+            raise InputError(f"{path}: run {i + 1} is not a run record (no valid 'spec')",
+                             hint="run the experiment again without --report-only") \
+                from None
     missing = [s for s in specs if s not in by_spec]
     if missing:
         raise InputError(f"{len(missing)} of the experiment's {len(specs)} runs are not in "

@@ -275,8 +275,11 @@ class Counterexample:
             raise InputError(f"{where}: 'choices' must be a list of non-negative integers")
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InputError(f"{where}: 'tags' must be a list of strings")
+        phase = data.get("phase", -1)
+        if isinstance(phase, bool) or not isinstance(phase, int):
+            raise InputError(f"{where}: 'phase' must be an integer, got {phase!r}")
         problem = Problem.from_json(data.get("problem"), where)
-        return cls(problem, str(data.get("kind", "")), int(data.get("phase", -1)),
+        return cls(problem, str(data.get("kind", "")), phase,
                    str(data.get("label", "")), choices, tags,
                    found=data.get("found_deviations"))
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.errors import InputError
+from ndlog.reference import fact_rows
 
 __all__ = ["Scope", "Budget", "Problem", "Phase", "DEFAULT_BOUND", "DEFAULT_BUDGET",
            "DEFAULT_SECONDS", "format_update"]
@@ -271,9 +272,7 @@ class Problem:
         if isinstance(facts, Mapping):
             items = []
             for pred, rows in facts.items():
-                if isinstance(rows, (str, bytes)):
-                    raise InputError(f"facts for '{pred}' must be an iterable of tuples")
-                items.extend((1, pred, tuple(r)) for r in rows)
+                items.extend((1, pred, tuple(r)) for r in fact_rows(pred, rows))
             facts = items
         fact_updates = tuple(parse_update(u) for u in (facts or ()))
         for sign, pred, tup in fact_updates:
@@ -382,19 +381,32 @@ class Problem:
             Naming the missing or malformed field.
         """
         from ndlog.parser import parse
-        try:
-            text = data["program"]
-            facts, bursts = data["facts"], data["bursts"]
-            annotation, scope = data["annotation"], data.get("scope", "")
-            options = {k: v for k, v in dict(data.get("options") or {}).items()
-                       if v is not None}
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"{where}: missing field {exc}") from None
+        if not isinstance(data, Mapping):
+            raise InputError(f"{where}: 'problem' must be an object (program, facts, bursts, "
+                             f"annotation), got {type(data).__name__}")
+        missing = [k for k in ("program", "facts", "bursts", "annotation") if k not in data]
+        if missing:
+            raise InputError(f"{where}: the problem has no {', '.join(map(repr, missing))}")
+        text, facts, bursts = data["program"], data["facts"], data["bursts"]
+        annotation, scope = data["annotation"], data.get("scope", "")
+        options = data.get("options") or {}
         if not isinstance(text, str) or not isinstance(annotation, str):
             raise InputError(f"{where}: 'program' and 'annotation' must be strings")
+        if not isinstance(facts, list) or not isinstance(bursts, list) \
+                or not all(isinstance(b, list) for b in bursts):
+            raise InputError(f"{where}: 'facts' must be a list of updates and 'bursts' a "
+                             f"list of lists of updates")
+        if not isinstance(scope, str) or not isinstance(options, Mapping):
+            raise InputError(f"{where}: 'scope' must be a string and 'options' an object")
+        options = {k: v for k, v in options.items() if v is not None}
         unknown = set(options) - {"ship", "aggsel", "unsafe", "derivation_budget",
                                   "derivation_total"}
         if unknown:
             raise InputError(f"{where}: unknown options {sorted(unknown)}")
         program = parse(text, f"{where} (program)")
-        return cls.make(program, facts, bursts, annotation, scope, **options)
+        try:
+            return cls.make(program, facts, bursts, annotation, scope, **options)
+        except InputError as exc:
+            if exc.span is not None:
+                raise
+            raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
