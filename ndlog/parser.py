@@ -21,6 +21,7 @@ stratification) live in :mod:`ndlog.checks`; :func:`parse` runs them by default.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from functools import lru_cache
@@ -466,6 +467,9 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     The dialect is that of the declarative-networking systems (Loo et al., P2/RapidNet) used
     by Nigam et al. (2012) and Liu et al. (ICDE 2009); see ``docs/language.md``.
     """
+    if not isinstance(text, str):
+        raise InputError(f"a program is NDlog text (a str), got {type(text).__name__}",
+                         hint="for a file, use psn.load(path)")
     items = _parse_tree(text, filename)
     program = _assemble(items, filename, text)
     if check:
@@ -526,6 +530,9 @@ def load(path: str | Path, check: bool = True) -> A.Program:
     NDlogSyntaxError, NDlogSemanticError
         As :func:`parse`.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"psn.load takes the path of a program file, got "
+                         f"{type(path).__name__}", hint="for NDlog text, use psn.parse(text)")
     return parse(read_text(path, "program file"), str(path), check=check)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
                           NDlogSyntaxError, PSNError, Span)
+from ndlog.ast import Program
 from ndlog.parser import load, parse
 
 __all__ = [
@@ -44,6 +45,9 @@ def evaluate(program, facts=None, **options):
     from ndlog.reference import evaluate as _evaluate
     if isinstance(program, str):
         program = parse(program)
+    if not isinstance(program, Program):
+        raise InputError(f"a program is NDlog text or a parsed program, got "
+                         f"{type(program).__name__}")
     if facts is not None:
         facts = _checked_facts(program, facts)
     return _evaluate(program, facts, **options)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from .clock import VirtualClock
-from .delivery import ProcessingModel
+from .delivery import ProcessingModel, require_at_least
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.network import parse_update
@@ -67,9 +67,11 @@ def _soft_facts_once(program):
 
 
 def _load_program(program):
+    """A program from a ``.ndl`` path (read: a missing file is an error naming it), NDlog
+    text, or a parsed program."""
     import ndlog
-    if isinstance(program, (str, Path)) and Path(str(program)).suffix == ".ndl" \
-            and Path(str(program)).exists():
+    if isinstance(program, Path) or (isinstance(program, str) and "\n" not in program
+                                      and program.strip().endswith(".ndl")):
         return ndlog.load(program)
     if isinstance(program, str):
         return ndlog.parse(program)
@@ -160,6 +162,8 @@ class Simulation:
         self.annotation = self.resolved.scheme.name
         self.ship = self.resolved.ship_text
         self.aggsel = self.resolved.aggsel
+        if cost not in ("latency", "hops", "length"):
+            raise InputError(f"unknown link cost {cost!r} (latency, hops or length)")
         self.cost = cost
         self.state_metrics = state_metrics
         #: what :meth:`check` compares with (see ``reference``)
@@ -296,6 +300,7 @@ class Simulation:
             For an update that is not one of those forms, or both ``updates`` and
             ``insert``/``delete``.
         """
+        require_at_least("advance (s)", advance, 0)
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")
@@ -310,7 +315,14 @@ class Simulation:
                                    updates), check)
 
     def advance(self, seconds: float, check: bool = False) -> StepResult:
-        """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence."""
+        """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence.
+
+        Raises
+        ------
+        ndlog.errors.InputError
+            If ``seconds`` is not a finite number >= 0.
+        """
+        require_at_least("the time to advance (s)", seconds, 0)
         return self._run_step(Step(f"wait {seconds:g}s", advance=seconds), check)
 
     # ------------------------------------------------------------------ one step

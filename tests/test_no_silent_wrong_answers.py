@@ -200,3 +200,27 @@ def test_simulation_step_reads_updates_as_the_other_entry_points_do():
             sim.step(updates=bad)
     with pytest.raises(InputError, match="not both"):
         sim.step(insert={"link": [(5, 6)]}, updates=["+link(@6, 7)"])
+
+
+def test_wrong_kinds_of_program_scope_bursts_cost_and_time_are_input_errors(tmp_path):
+    """Each was a TypeError or AttributeError from inside, or silently accepted."""
+    from ndlog.errors import InputError
+    from sim import Simulation
+    program = psn.load(REACH)
+    for call, what in [
+            (lambda: psn.parse(None), "a program is NDlog text"),
+            (lambda: psn.parse(b"p(1)."), "a program is NDlog text"),
+            (lambda: psn.load(None), "psn.load takes the path"),
+            (lambda: psn.evaluate(None, {}), "a program is NDlog text or a parsed program"),
+            (lambda: Network(None, {}), "a program is NDlog text or a parsed program"),
+            (lambda: psn.verify(None, {}, []), "a program is NDlog text or a parsed program"),
+            (lambda: psn.verify(program, {"link": [(1, 2)]}, [], scope=5),
+             "a scope is a string"),
+            (lambda: psn.verify(program, {"link": [(1, 2)]}, None), r"give \[\] for none"),
+            (lambda: Simulation(str(tmp_path / "nope.ndl"), "ring"),
+             "cannot read program file"),
+            (lambda: Simulation(program, "ring", cost="latncy"), "unknown link cost"),
+            (lambda: Simulation(program, "ring").advance(-1), "must be a finite number"),
+            (lambda: Simulation(program, "ring").step(advance=-5), "must be a finite number")]:
+        with pytest.raises(InputError, match=what):
+            call()

@@ -102,6 +102,9 @@ class Scope:
         InputError
             Naming the item that is not one of those.
         """
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"a scope is a string such as 'fifo,batch=2', got "
+                             f"{type(text).__name__}")
         values: dict[str, Any] = {}
         for item in (text or "").split(","):
             item = item.strip()
@@ -269,6 +272,12 @@ class Problem:
         from ndlog.parser import parse
         if isinstance(program, str):
             program = parse(program)
+        if not isinstance(program, A.Program):
+            raise InputError(f"a program is NDlog text or a parsed program, got "
+                             f"{type(program).__name__}")
+        if bursts is None:
+            raise InputError("bursts is a list of bursts, each a list of updates (give [] "
+                             "for none)")
         if isinstance(facts, Mapping):
             items = []
             for pred, rows in facts.items():
