@@ -166,6 +166,10 @@ class RunOptions:
     def of(cls, options: "RunOptions | None" = None, **changes) -> "RunOptions":
         """``options`` (default: the defaults) with the given fields changed; ``None``
         leaves a field at its value."""
+        if options is not None and not isinstance(options, RunOptions):
+            raise InputError(f"options is a RunOptions, got {type(options).__name__}",
+                             hint="pass the settings as keyword arguments, or "
+                                  "RunOptions(...)")
         return (options or cls()).replace(**changes)
 
     def placement_map(self):

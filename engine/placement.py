@@ -60,6 +60,9 @@ class Placement:
                                     or workers < 1):
             raise InputError(f"the number of workers must be a positive integer, "
                              f"not {workers!r}")
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise InputError(f"a placement map is a mapping node -> worker, got "
+                             f"{type(mapping).__name__}")
         self.workers = workers
         self.mapping = dict(mapping or {})
         self._cache: dict = {}

@@ -167,6 +167,9 @@ class Simulation:
         self.cost = cost
         self.state_metrics = state_metrics
         #: what :meth:`check` compares with (see ``reference``)
+        if reference is not None and not callable(reference):
+            raise InputError(f"reference is a function evaluate(program, facts), got "
+                             f"{type(reference).__name__}")
         self.reference = reference or _python_reference
         arities = self.program.arities()
         self.link_arity = arities.get("link")
@@ -241,7 +244,15 @@ class Simulation:
             Show a tqdm bar on stderr (``None``: only when stderr is a terminal).
         max_steps:
             Stop after this many steps.
+
+        Raises
+        ------
+        ndlog.errors.InputError
+            For a malformed ``spec`` or a ``max_steps`` that is not a whole number >= 0.
         """
+        if max_steps is not None and (isinstance(max_steps, bool) or
+                                      not isinstance(max_steps, int) or max_steps < 0):
+            raise InputError(f"max_steps is a whole number >= 0, got {max_steps!r}")
         workload = parse_workload(spec, self.topology)
         ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
                               self.link_arity, self.cost, self.uses)

@@ -224,3 +224,24 @@ def test_wrong_kinds_of_program_scope_bursts_cost_and_time_are_input_errors(tmp_
             (lambda: Simulation(program, "ring").step(advance=-5), "must be a finite number")]:
         with pytest.raises(InputError, match=what):
             call()
+
+
+def test_settings_of_the_wrong_kind_are_input_errors():
+    """A seed that is not an integer or a fifo that is not a bool (it read "no" as true),
+    max_steps below 0 (it ran nothing), a reference that cannot be called (it failed at the
+    first check), a placement or options of the wrong kind (TypeErrors from inside)."""
+    from ndlog.errors import InputError
+    from sim import Simulation
+    program = psn.load(REACH)
+    facts = {"link": [(1, 2)]}
+    for call, what in [
+            (lambda: psn.verify(program, facts, [], seed="abc"), "seed is an integer"),
+            (lambda: psn.verify(program, facts, [], fifo="no"), "fifo is True, False"),
+            (lambda: Simulation(program, "ring").run_workload("all", max_steps=-1),
+             "max_steps is a whole number"),
+            (lambda: Simulation(program, "ring", reference=3), "reference is a function"),
+            (lambda: Network(program, facts, placement=[1, 2]), "a placement map is a"),
+            (lambda: Simulation(program, "ring", placement="foo"), "a placement map is a"),
+            (lambda: Network(program, facts, options={"seed": 1}), "options is a RunOptions")]:
+        with pytest.raises(InputError, match=what):
+            call()

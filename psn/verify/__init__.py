@@ -30,6 +30,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from ndlog.errors import InputError
 from ndlog.text import count_noun
 
 from .counterexample import Counterexample, shrink
@@ -186,10 +187,14 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
         For a malformed program, fact, burst, scope, budget or option (nothing runs then),
         or a scheme the engine refuses on this program (unless ``unsafe``).
     """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed is an integer, got {seed!r}")
+    if fifo is not None and not isinstance(fifo, bool):
+        raise InputError(f"fifo is True, False or None, got {fifo!r}")
     if not isinstance(scope, Scope):
         scope = Scope.parse(scope)
     if fifo is not None:
-        scope = replace(scope, fifo=bool(fifo))
+        scope = replace(scope, fifo=fifo)
     problem = Problem.make(program, facts, bursts, annotation, scope, unsafe=unsafe,
                            ship=ship, aggsel=aggsel, derivation_budget=derivation_budget,
                            derivation_total=derivation_total)
