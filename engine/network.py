@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.errors import EvaluationError, InputError
-from ndlog.parser import parse, parse_atom
+from ndlog.parser import as_program, parse_atom
 from ndlog.reference import fact_rows
 from ndlog.text import count_noun
 
@@ -154,8 +154,7 @@ class Network:
                              batch=batch, roundtrip=roundtrip, ship=ship, aggsel=aggsel,
                              contexts=contexts, placement=placement, unsafe=unsafe,
                              max_memory=max_memory, max_updates=max_updates)
-        if isinstance(program, str):
-            program = parse(program)
+        program = as_program(program)
         self.options = opts
         self.source: A.Program = program
         self.resolved = opts.resolve(prepare(program))

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ndlog import ast as A
-from ndlog.errors import InputError, LocalizationError
+from ndlog.errors import LocalizationError
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
 __all__ = ["EngineProgram", "AggregateSpec", "prepare", "split_aggregates", "is_local",
@@ -200,9 +200,6 @@ def prepare(program: A.Program) -> EngineProgram:
     LocalizationError
         If a rule cannot be localized.
     """
-    if not isinstance(program, A.Program):
-        raise InputError(f"a program is NDlog text or a parsed program, got "
-                         f"{type(program).__name__}")
     key = (program, program.filename, program.source)
     try:
         hit = _PREPARED.get(key)

@@ -34,7 +34,7 @@ from lark import Lark, Transformer, v_args
 from . import ast as A
 from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span
 
-__all__ = ["parse", "load", "parse_facts", "parse_atom", "read_text", "FactShapes",
+__all__ = ["parse", "load", "as_program", "parse_facts", "parse_atom", "read_text", "FactShapes",
            "MAX_NESTING"]
 
 _GRAMMAR = Path(__file__).with_name("ndlog.lark")
@@ -518,6 +518,27 @@ def _not_utf8(data: bytes, bad: int, path, what: str) -> InputError:
     return InputError(f"{what} '{path}' is not UTF-8 text: byte 0x{data[bad]:02x} cannot be "
                       "decoded", Span(line, column, str(path)),
                       data.decode("utf-8", "replace"), hint="save the file as UTF-8")
+
+
+def as_program(program) -> A.Program:
+    """``program`` as a parsed program: NDlog text is parsed (and checked), a
+    :class:`~ndlog.ast.Program` is returned as it is. The one place the Python entry
+    points (``psn.evaluate``, ``Network``, ``Simulation``, ``psn.verify``, Ray) turn what
+    they were given into a program.
+
+    Raises
+    ------
+    InputError
+        For anything else, naming its type.
+    NDlogSyntaxError, NDlogSemanticError
+        As :func:`parse`, for text.
+    """
+    if isinstance(program, str):
+        return parse(program)
+    if not isinstance(program, A.Program):
+        raise InputError(f"a program is NDlog text or a parsed program, got "
+                         f"{type(program).__name__}")
+    return program
 
 
 def load(path: str | Path, check: bool = True) -> A.Program:

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 
 from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
                           NDlogSyntaxError, PSNError, Span)
-from ndlog.ast import Program
-from ndlog.parser import load, parse
+from ndlog.parser import as_program, load, parse
 
 __all__ = [
     "parse", "load", "evaluate", "localize", "Network", "Simulation", "RayNetwork",
@@ -43,11 +42,7 @@ def evaluate(program, facts=None, **options):
     ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
     from ndlog.reference import evaluate as _evaluate
-    if isinstance(program, str):
-        program = parse(program)
-    if not isinstance(program, Program):
-        raise InputError(f"a program is NDlog text or a parsed program, got "
-                         f"{type(program).__name__}")
+    program = as_program(program)
     if facts is not None:
         facts = _checked_facts(program, facts)
     return _evaluate(program, facts, **options)

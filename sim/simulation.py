@@ -69,13 +69,11 @@ def _soft_facts_once(program):
 def _load_program(program):
     """A program from a ``.ndl`` path (read: a missing file is an error naming it), NDlog
     text, or a parsed program."""
-    import ndlog
+    from ndlog.parser import as_program, load
     if isinstance(program, Path) or (isinstance(program, str) and "\n" not in program
                                       and program.strip().endswith(".ndl")):
-        return ndlog.load(program)
-    if isinstance(program, str):
-        return ndlog.parse(program)
-    return program
+        return load(program)
+    return as_program(program)
 
 
 def _load_topology(topology, seed: int):

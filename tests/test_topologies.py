@@ -259,7 +259,8 @@ def test_cli_gtitm_options(tmp_path, capsys):
     capsys.readouterr()
     # refused, not ignored: --density without --nodes printed ts100, --count 0 one graph
     for argv, what in ((["--density", "dense"], "--density dense applies to the variant"),
-                       (["--count", "0"], "--count takes a number of graphs >= 1")):
+                       (["--count", "0"], "--count takes a number of graphs >= 1"),
+                       (["--latency-tt", "-5"], "--latency-tt (ms) must be a finite number")):
         assert psn_main(["topology", "gtitm", *argv]) == 2
         out = capsys.readouterr()
         assert what in out.err and out.out == ""

@@ -32,16 +32,13 @@ def _latency_args(p: argparse.ArgumentParser) -> None:
 
 
 def _latencies(args) -> dict:
-    import math
-
-    from ndlog.errors import InputError
+    from engine.delivery import require_at_least
     out = {}
     for cls in ("tt", "ts", "ss"):
         v = getattr(args, f"latency_{cls}", None)
         if v is None:
             continue
-        if not math.isfinite(v) or v < 0:
-            raise InputError(f"--latency-{cls} must be a finite number of ms >= 0, got {v:g}")
+        require_at_least(f"--latency-{cls} (ms)", v, 0)
         out[cls.upper()] = int(v) if float(v).is_integer() else v
     return out
 

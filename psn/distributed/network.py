@@ -46,7 +46,7 @@ from engine.host import Contexts
 from engine.transport import TrafficMetrics
 from engine.wire import Codec
 from ndlog.errors import EvaluationError, InputError, PSNError
-from ndlog.parser import parse
+from ndlog.parser import as_program
 from ndlog.text import count_noun
 
 from .actor import actor_class
@@ -199,8 +199,7 @@ class RayNetwork:
                  roundtrip: bool | None = None, pool: WorkerPool | None = None,
                  max_recoveries: int = 5, on_node=None, ship=None,
                  aggsel: str | None = None):
-        if isinstance(program, str):
-            program = parse(program)
+        program = as_program(program)
         opts = RunOptions.of(options, annotation=annotation, seed=seed, batch=batch,
                              roundtrip=roundtrip, ship=ship, aggsel=aggsel)
         self.options = opts

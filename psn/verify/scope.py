@@ -269,12 +269,8 @@ class Problem:
             For a malformed fact or update.
         """
         from engine.network import parse_update
-        from ndlog.parser import parse
-        if isinstance(program, str):
-            program = parse(program)
-        if not isinstance(program, A.Program):
-            raise InputError(f"a program is NDlog text or a parsed program, got "
-                             f"{type(program).__name__}")
+        from ndlog.parser import as_program
+        program = as_program(program)
         if bursts is None:
             raise InputError("bursts is a list of bursts, each a list of updates (give [] "
                              "for none)")
