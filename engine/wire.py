@@ -21,7 +21,7 @@ import msgpack
 
 from ndlog.errors import InputError
 
-__all__ = ["encode_updates", "decode_updates", "encoded_size", "Codec"]
+__all__ = ["encode_updates", "decode_updates", "encoded_size", "packed_items_size", "Codec"]
 
 
 def _pack_default(obj):
@@ -112,8 +112,21 @@ class Codec:
 
     def annotation_size(self, ann, ctx: Any = None) -> int:
         """Bytes of one annotation in msgpack (per-tuple provenance size)."""
-        if not self.scheme.ships_annotations:
+        return self.annotations_size((ann,), ctx)
+
+    def annotations_size(self, anns: Iterable, ctx: Any = None) -> int:
+        """``sum(annotation_size(a, ctx) for a in anns)``, packed in one call."""
+        scheme = self.scheme
+        if not scheme.ships_annotations:
             return 0
-        data = self.scheme.serialize(ctx, ann)
-        return 0 if data is None else len(msgpack.packb(data, use_bin_type=True,
-                                                        default=_pack_default))
+        ser = scheme.serialize
+        return packed_items_size([d for a in anns if (d := ser(ctx, a)) is not None])
+
+
+def packed_items_size(items: list) -> int:
+    """``sum(len(msgpack.packb(x)) for x in items)``, in one call: the items packed as one
+    msgpack array, less the array's header (1 byte up to 15 items, 3 up to 65,535, else 5)."""
+    n = len(items)
+    if not n:
+        return 0
+    return len(_packb(items)) - (1 if n < 16 else 3 if n < 0x10000 else 5)

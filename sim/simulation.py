@@ -42,6 +42,7 @@ from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.network import parse_update
 from engine.placement import Placement
+from engine.wire import packed_items_size
 from engine.guards import soft_state_deletions
 from engine.options import RunOptions
 from engine.workloads import Step, Workload, WorkloadContext, parse_workload, workload_rng
@@ -176,7 +177,6 @@ class Simulation:
         self._expiry: dict = {}
         self._snapshot = Counters()
         self._phases: dict[str, int] = {}
-        self._size_cache: dict = {}
         self.expired = 0
         if self.program.facts:        # facts in the program text: the engine queued them
             self._expiries([], [(f.pred, f.values, life) for f in self.program.facts
@@ -466,7 +466,7 @@ class Simulation:
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
         per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
         if self.state_metrics:
-            states = state_figures(self.net, self._size_cache)
+            states = state_figures(self.net)
             for n, fig in states.items():
                 per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)
                 w = self.placement.worker_of(n)
@@ -525,23 +525,17 @@ class Simulation:
         }
 
 
-def state_figures(net, cache: dict | None = None) -> dict:
+def state_figures(net) -> dict:
     """Per node ``{"tuples", "provenance_bytes", "state_bytes"}`` of an engine network.
 
     ``provenance_bytes``: serialized size (msgpack, ``engine.wire``) of every stored
     annotation occurrence (Liu Sec. 7.1 "per-tuple provenance overhead" is its ratio to
-    ``tuples``); ``state_bytes``: that plus the msgpack size of every stored tuple (the
-    "operator state"), hidden relations (localizer auxiliaries, aggregate inputs) included.
-
-    ``cache`` (a dict kept between calls) remembers each stored tuple's sizes with the
-    stored value they were measured on; a tuple whose stored value is the same object as
-    last time is not measured again (the engine replaces, never mutates, committed values).
+    ``tuples``); ``state_bytes``: that plus the msgpack size of every stored tuple and the
+    length of its predicate's name (the "operator state"), hidden relations (localizer
+    auxiliaries, aggregate inputs) included. Each relation's tuples and annotations are
+    measured in one msgpack call each (:func:`engine.wire.packed_items_size`).
     """
-    import msgpack
-    codec, scheme = net.codec, net.scheme
-    if cache is None:
-        cache = {}
-    fresh: dict = {}
+    codec, occurrences = net.codec, net.scheme.occurrences
     out = {}
     for nid, node in net.nodes.items():
         ctx = node.ctx
@@ -550,23 +544,11 @@ def state_figures(net, cache: dict | None = None) -> dict:
             if not table:
                 continue
             tuples += len(table)
-            for t, stored in table.items():
-                key = (nid, pred, t)
-                hit = cache.get(key)
-                if hit is not None and hit[0] is stored:
-                    p, b = hit[1], hit[2]
-                else:
-                    p = sum(codec.annotation_size(occ, ctx)
-                            for occ in scheme.occurrences(stored))
-                    b = len(pred) + len(msgpack.packb(t, use_bin_type=True, default=list))
-                    hit = (stored, p, b)
-                fresh[key] = hit
-                prov += p
-                tup_bytes += b
+            tup_bytes += len(table) * len(pred) + packed_items_size(list(table))
+            prov += codec.annotations_size(
+                (occ for stored in table.values() for occ in occurrences(stored)), ctx)
         out[nid] = {"tuples": tuples, "provenance_bytes": prov,
                     "state_bytes": prov + tup_bytes}
-    cache.clear()
-    cache.update(fresh)        # only what is stored now: deleted tuples are forgotten
     return out
 
 

@@ -10,7 +10,8 @@ import pytest
 from provenance import get_scheme
 from ndlog.errors import InputError
 from engine.transport import InMemoryTransport, Placement
-from engine.wire import Codec, decode_updates, encode_updates, encoded_size
+from engine.wire import (Codec, decode_updates, encode_updates, encoded_size,
+                         packed_items_size)
 
 VALUES = [0, -7, 2**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
           (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]
@@ -123,3 +124,13 @@ def test_measured_annotation_bytes_are_the_sum_of_each_annotations_size(name):
         data, ann = codec.encode_measured(ups, ctx)
         assert data == codec.encode(ups, ctx)
         assert ann == sum(codec.annotation_size(u[3], ctx) for u in ups)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 65535, 65536, 70000])
+def test_packed_items_size_is_the_sum_of_each_items_size(n):
+    """One array less its header: exact at every msgpack array-header size boundary."""
+    rng = random.Random(n)
+    items = [rng.choice([(rng.randrange(1 << 40), "x" * rng.randrange(40)), -rng.random(),
+                         [rng.randrange(300)] * rng.randrange(20)]) for _ in range(n)]
+    assert packed_items_size(items) == sum(len(msgpack.packb(x, use_bin_type=True))
+                                           for x in items)
