@@ -356,11 +356,18 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
     return Workload(phases, text)
 
 
+#: Phases that may be written alone, without ``:`` (not with ``:`` and nothing after it).
+_BARE = frozenset({"insert", "insert-links", "delete-links", "delete", "flap", "sensors",
+                   "all", "load"})
+
+
 def _parse_phase(text: str, spec: str) -> Phase:
-    name, _, rest = text.partition(":")
+    name, colon, rest = text.partition(":")
     name = name.strip().lower()
     args = [a.strip() for a in rest.split(",")] if rest.strip() else []
     try:
+        if colon and not rest.strip() and name in _BARE:
+            raise ValueError(f"nothing after ':' (write {name!r} alone)")
         if name in ("insert", "insert-links"):
             fr = tuple(_number(float, a) for a in args) or (1.0,)
             if any(not 0 < f <= 1 for f in fr) or list(fr) != sorted(fr):
@@ -376,6 +383,8 @@ def _parse_phase(text: str, spec: str) -> Phase:
         if name == "sensors":
             return _parse_sensors(args)
         if name in ("all", "load"):
+            if args:
+                raise ValueError(f"{name} takes no arguments")
             return LoadAll()
         if name == "wait":
             if len(args) != 1:

@@ -306,6 +306,11 @@ def test_workload_specs_parse():
                       ("sensors:trigger=0.5,untrigger=-1", "untrigger=K takes")):
         with pytest.raises(InputError, match=what):     # they ran: -1 un-triggered all
             parse_workload(bad, ring)
+    for bad, what in (("insert:", "nothing after ':'"), ("delete-links: ", "nothing after"),
+                      ("flap:", "write 'flap' alone"), ("all:", "nothing after"),
+                      ("all:3", "all takes no arguments")):
+        with pytest.raises(InputError, match=what):     # they ran as 'insert', 'all', ...
+            parse_workload(bad, ring)
     assert parse_workload("sensors:untrigger=0").phases[-1].untrigger == 0
     assert parse_workload("sensors:untrigger=all").phases[-1].untrigger == -1
 
