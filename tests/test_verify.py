@@ -359,6 +359,7 @@ def test_cli_failure_writes_and_replays(tmp_path, capsys, monkeypatch):
     good = json.loads(path.read_text())
     for damage, what in [(lambda d: d["problem"].update(facts=5), "'facts' must be a list"),
                          (lambda d: d.update(phase="x"), "'phase' must be an integer"),
+                         (lambda d: d.update(kind="cycl"), "'kind' must be one of"),
                          (lambda d: d["problem"].update(scope=3), "'scope' must be a string"),
                          (lambda d: d.pop("problem"), "'problem' must be an object"),
                          (lambda d: d["problem"].update(facts=[["?", "a", [0]]]),

@@ -34,7 +34,8 @@ from engine.node import format_fact
 from ndlog.errors import InputError
 from ndlog.text import count_noun
 
-from .model import Decision, Execution, Reference, RunResult, Transition, node_text
+from .model import (FAILURES, Decision, Execution, Reference, RunResult, Transition,
+                    node_text)
 from .scope import Problem
 from .search import check_cycle
 
@@ -278,8 +279,12 @@ class Counterexample:
         phase = data.get("phase", -1)
         if isinstance(phase, bool) or not isinstance(phase, int):
             raise InputError(f"{where}: 'phase' must be an integer, got {phase!r}")
+        kind = data.get("kind")
+        if kind not in (*FAILURES, "ok"):       # "ok": a replay that no longer fails
+            raise InputError(f"{where}: 'kind' must be one of {', '.join(FAILURES)} or ok, "
+                             f"got {kind!r}")
         problem = Problem.from_json(data.get("problem"), where)
-        return cls(problem, str(data.get("kind", "")), phase,
+        return cls(problem, kind, phase,
                    str(data.get("label", "")), choices, tags,
                    found=data.get("found_deviations"))
 
