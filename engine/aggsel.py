@@ -220,7 +220,8 @@ def selectors(program, mode: str = "multi") -> tuple[dict, dict]:
         them and for the hidden auxiliaries carrying them (Liu Sec. 6).
     """
     if mode not in AGGSEL_MODES:
-        raise InputError(f"--aggsel must be one of {', '.join(AGGSEL_MODES)}, got {mode!r}")
+        raise InputError(f"aggsel (--aggsel) must be one of {', '.join(AGGSEL_MODES)}, "
+                         f"got {mode!r}")
     if mode == "off":
         return {}, {}
     receive: dict[str, Selector] = {}

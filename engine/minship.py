@@ -187,8 +187,9 @@ def parse_ship(text: "str | ShipMode | None") -> ShipMode | None:
         period = _period(w)
         if period is not None:
             return ShipMode("eager", None, period)
-    raise InputError(f"--ship must be 'eager', 'eager:W' (W >= 1 alternatives), 'eager:T' "
-                     f"(a period such as 1s or 500ms), 'lazy' or 'off', got {text!r}")
+    raise InputError(f"ship (--ship) must be 'eager', 'eager:W' (W >= 1 alternatives), "
+                     f"'eager:T' (a period such as 1s or 500ms), 'lazy' or 'off', "
+                     f"got {text!r}")
 
 
 def _period(text: str) -> float | None:
@@ -659,7 +660,8 @@ def node_stages(program, scheme, ship=None, aggsel: str | None = None, at: str =
     """
     from .aggsel import install as install_aggsel, selectors as make_selectors
     if at not in AT:
-        raise InputError(f"--minship-at must be one of {', '.join(AT)}, not {at!r}")
+        raise InputError(f"minship_at (--minship-at) must be one of {', '.join(AT)}, "
+                         f"not {at!r}")
     if at == "worker" and placement is None:
         raise InputError("MinShip between workers needs the placement of nodes on workers")
     parsed = parse_ship(ship)

@@ -154,8 +154,8 @@ class RunOptions:
         make_delivery(self.delivery)             # an InputError naming a bad model now
         from .minship import AT
         if self.minship_at not in AT:
-            raise InputError(f"--minship-at must be one of {', '.join(AT)}, not "
-                             f"{self.minship_at!r}")
+            raise InputError(f"minship_at (--minship-at) must be one of "
+                             f"{', '.join(AT)}, not {self.minship_at!r}")
 
     def replace(self, **changes) -> "RunOptions":
         """A copy with some fields changed (``None`` values are ignored)."""

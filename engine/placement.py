@@ -155,9 +155,10 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
         try:
             n = int(workers)
         except (TypeError, ValueError):
-            raise InputError(f"--workers takes a number, not {workers!r}") from None
+            raise InputError(f"workers (--workers) takes a number, "
+                             f"not {workers!r}") from None
         if n < 1:
-            raise InputError(f"--workers must be at least 1, not {n}")
+            raise InputError(f"workers (--workers) must be at least 1, not {n}")
     mapping = {}
     if map_file:
         try:

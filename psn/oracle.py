@@ -38,4 +38,4 @@ def reference_evaluator(kind: str = "python", master: str | None = None):
         def spark(program, facts, aggsel=True):
             return evaluate_spark(program, facts, master=master, aggsel=aggsel)
         return spark
-    raise InputError(f"--check takes 'python' or 'spark', got {kind!r}")
+    raise InputError(f"check (--check) takes 'python' or 'spark', got {kind!r}")

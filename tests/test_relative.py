@@ -217,7 +217,7 @@ def test_refusals_name_the_fix():
     with pytest.raises(PSNError, match="cannot maintain negation") as exc:
         Network(negated, annotation="relative")
     assert "--annotation absorption" in exc.value.hint
-    with pytest.raises(InputError, match="--ship must be"):
+    with pytest.raises(InputError, match=r"ship \(--ship\) must be"):
         Network(REACH, annotation="relative", ship="sometimes")
     assert Network(REACH, annotation="relative").resolved.describe()["ship"].startswith(
         "eager")

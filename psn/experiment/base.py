@@ -81,7 +81,7 @@ def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
     d = SCALES[scale]
     runs = d["runs"] if runs is None else runs
     if runs < 1:
-        raise InputError(f"--runs must be at least 1, not {runs}")
+        raise InputError(f"runs (--runs) must be at least 1, not {runs}")
     tb = d["time_budget"] if time_budget is None else time_budget
     if tb <= 0:
         raise InputError(f"the time budget must be positive, not {tb}")

@@ -105,7 +105,7 @@ def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
     if executor not in EXECUTORS:
         raise InputError(f"unknown executor {executor!r}; one of {', '.join(EXECUTORS)}")
     if jobs < 1:
-        raise InputError(f"--jobs must be at least 1, not {jobs}")
+        raise InputError(f"jobs (--jobs) must be at least 1, not {jobs}")
     unique = list(dict.fromkeys(specs))
     out: dict[RunSpec, dict] = {}
     todo = []

@@ -181,15 +181,15 @@ class Budget:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 1:
-                raise InputError(f"--budget must be positive, got {value}")
+                raise InputError(f"budget (--budget) must be positive, got {value}")
             return cls(schedules=value, seconds=None)
         text = str(value).strip()
         if text.isdigit():
             return cls.parse(int(text))
         m = _TIME.match(text)
         if m is None or float(m.group(1)) <= 0:
-            raise InputError(f"--budget takes a number of schedules (1000) or a time "
-                             f"(30s, 2m, 500ms), not {value!r}")
+            raise InputError(f"budget (--budget) takes a number of schedules (1000) or a "
+                             f"time (30s, 2m, 500ms), not {value!r}")
         return cls(schedules=None, seconds=float(m.group(1)) * _UNIT[m.group(2).lower()])
 
     def split(self, parts: int) -> "Budget":

@@ -474,7 +474,7 @@ def run_search(problem: Problem, mode: str, budget: Budget, seed: int = 0,
     if mode not in MODES:
         raise InputError(f"unknown verify mode {mode!r}; choose one of {', '.join(MODES)}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise InputError(f"--jobs must be a positive integer, got {jobs!r}")
+        raise InputError(f"jobs (--jobs) must be a positive integer, got {jobs!r}")
     search = Search(problem, budget, seed)
     info: dict = {}
     if mode == "auto":
