@@ -30,10 +30,11 @@ def reference_evaluator(kind: str = "python", master: str | None = None):
         from ndlog.reference import evaluate
         return evaluate
     if kind == "spark":
-        from .batch.session import check_master
+        from .batch.session import check_master, check_reachable
         from .batch.spark import evaluate_spark
-        if master is not None:
-            check_master(master)             # before the run, not at its first check
+        if master is not None:               # before the run, not at its first check
+            check_master(master)
+            check_reachable(master)
 
         def spark(program, facts, aggsel=True):
             return evaluate_spark(program, facts, master=master, aggsel=aggsel)

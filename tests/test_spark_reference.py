@@ -162,3 +162,27 @@ def test_a_stopped_session_is_started_anew():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_standalone_master_nobody_listens_on_is_refused_at_once(capsys):
+    """Spark retries an unreachable standalone master for about a minute and then fails
+    with a Java error; a master whose port refuses connections is refused before that."""
+    import socket
+    from ndlog.errors import EvaluationError
+    from psn.batch.session import check_reachable
+    from psn.cli import main
+    with socket.socket() as probe:                 # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    master = f"spark://127.0.0.1:{port}"
+    with pytest.raises(EvaluationError, match="cannot reach the Spark master") as err:
+        check_reachable(master)                    # what starting a session does first
+    assert f"127.0.0.1:{port}" in err.value.message and "local" in err.value.hint
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    assert main(["run", str(program), "--topology", "ring", "--check", "spark",
+                 "--spark-master", master]) == 2
+    out = capsys.readouterr()
+    assert "cannot reach the Spark master" in out.err and out.out == ""
+    with pytest.raises(InputError, match="not a Spark master URL"):
+        check_reachable("spark://nohost")
+    check_reachable("local[2]")                    # only standalone masters are probed

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
 
-__all__ = ["get_session", "stop_session", "check_master", "DEFAULT_MASTER",
+__all__ = ["get_session", "stop_session", "check_master", "check_reachable", "DEFAULT_MASTER",
            "SHUFFLE_PARTITIONS"]
 
 #: master used when none is given (all local cores; a 2-core machine gets ``local[2]``)
@@ -162,11 +163,43 @@ def check_master(master: str) -> None:
                               "k8s://HOST:PORT")
 
 
+def check_reachable(master: str, timeout: float = 5.0) -> None:
+    """Refuse a standalone master (``spark://HOST:PORT``, or several separated by commas)
+    none of whose hosts accepts a connection within ``timeout`` seconds. Spark itself
+    retries for about a minute and then fails with a Java error; other masters are not
+    checked.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If a ``HOST:PORT`` is malformed.
+    ndlog.errors.EvaluationError
+        Naming the master and why each host could not be reached.
+    """
+    if not master.startswith("spark://"):
+        return
+    from ndlog.errors import EvaluationError, InputError
+    failed = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise InputError(f"not a Spark master URL: {master!r}", hint="spark://HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            failed.append(f"{hostport.strip()}: {exc.strerror or exc}")
+    raise EvaluationError(f"cannot reach the Spark master {master!r} ({'; '.join(failed)})",
+                          hint="start the master, correct the URL, or use a local master "
+                               "such as local[*]")
+
+
 def _start(master: str, local: bool):
     """The session on ``master``; a session that does not start is an EvaluationError
     naming the master (a cluster that is not there, no Java)."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
+    check_reachable(master)
     try:
         return _builder(master, local).getOrCreate()
     except (PySparkException, Py4JError) as exc:
