@@ -112,15 +112,18 @@ class Codec:
 
     def annotation_size(self, ann, ctx: Any = None) -> int:
         """Bytes of one annotation in msgpack (per-tuple provenance size)."""
-        return self.annotations_size((ann,), ctx)
+        if not self.scheme.ships_annotations:
+            return 0
+        data = self.scheme.serialize(ctx, ann)
+        return 0 if data is None else len(_packb(data))
 
     def annotations_size(self, anns: Iterable, ctx: Any = None) -> int:
-        """``sum(annotation_size(a, ctx) for a in anns)``, packed in one call."""
+        """``sum(annotation_size(a, ctx) for a in anns)``, in bulk (the scheme's
+        ``wire_size``)."""
         scheme = self.scheme
         if not scheme.ships_annotations:
             return 0
-        ser = scheme.serialize
-        return packed_items_size([d for a in anns if (d := ser(ctx, a)) is not None])
+        return scheme.wire_size(ctx, list(anns), packed_items_size)
 
 
 def packed_items_size(items: list) -> int:

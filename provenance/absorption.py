@@ -97,7 +97,7 @@ manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 from itertools import compress, repeat
 from operator import contains, not_
 from typing import Any, Callable, Iterable
@@ -105,8 +105,8 @@ from typing import Any, Callable, Iterable
 from ndlog.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
-from .bdd import (BDDContext, Function, ZeroSet, chain_ids, format_fact, insertion_id,
-                  var_name)
+from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chain_overhead, format_fact,
+                  insertion_id, var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
            "as_cube", "as_function"]
@@ -560,6 +560,14 @@ class AbsorptionScheme(AnnotationScheme):
         if type(ann) is tuple:                            # a chain of its variables
             return ctx.bdd._chain_form(ann[::-1])
         return ctx.bdd.serialize(ann)
+
+    def wire_size(self, ctx, anns, packed_size):
+        """Single derivations (tuples of wire names) counted in bulk: a chain's encoding is
+        its names' plus :func:`~provenance.bdd.chain_overhead` of their number."""
+        if set(map(type, anns)) != {tuple}:
+            return super().wire_size(ctx, anns, packed_size)
+        return packed_size(anns) + sum(k * chain_overhead(n)
+                                       for n, k in Counter(map(len, anns)).items())
 
     def deserialize(self, ctx, data):
         if data is not None and len(data) == 1:

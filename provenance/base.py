@@ -57,7 +57,7 @@ errors (the engine raises those).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 __all__ = ["AnnotationScheme", "AnnotationBudgetExceeded", "NO_FIRE", "Fact"]
 
@@ -344,6 +344,14 @@ class AnnotationScheme:
     def deserialize(self, ctx, data) -> Any:
         """Inverse of :meth:`serialize`, building the annotation in ``ctx``."""
         raise NotImplementedError
+
+    def wire_size(self, ctx, anns: list, packed_size: Callable[[list], int]) -> int:
+        """Bytes of the msgpack encodings of ``serialize(ctx, a)`` for every ``a`` in
+        ``anns`` (``None`` counts 0), given ``packed_size(values)``: the summed encoded
+        sizes of a list of wire values. Default: serialize each. A scheme may count its
+        common forms without building them (the state measured after every step)."""
+        ser = self.serialize
+        return packed_size([d for a in anns if (d := ser(ctx, a)) is not None])
 
     def __repr__(self) -> str:
         return f"<annotation scheme {self.name!r}>"

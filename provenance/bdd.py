@@ -65,6 +65,7 @@ from ndlog.builtins import format_value
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
     "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function", "chain_ids",
+    "chain_overhead",
 ]
 
 Function = _cudd.Function
@@ -225,6 +226,18 @@ def _chain_nodes(n: int) -> list[int]:
     if nodes is None:
         nodes = _CHAINS[n] = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
     return nodes
+
+
+def chain_overhead(n: int) -> int:
+    """Bytes the msgpack encoding of the wire form of a cube of ``n`` variables takes
+    beyond its list of names (the node list, the root and the outer array's header)."""
+    size = _CHAIN_OVERHEAD.get(n)
+    if size is None:                    # an empty list packs to one byte
+        size = _CHAIN_OVERHEAD[n] = len(msgpack.packb([[], _chain_nodes(n), n << 1])) - 1
+    return size
+
+
+_CHAIN_OVERHEAD: dict[int, int] = {}
 
 
 def chain_ids(data) -> list[int] | None:

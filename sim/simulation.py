@@ -41,6 +41,7 @@ from .delivery import ProcessingModel, require_at_least
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.network import parse_update
+from engine.gcpause import relaxed_gc
 from engine.placement import Placement
 from engine.wire import packed_items_size
 from engine.guards import soft_state_deletions
@@ -165,6 +166,7 @@ class Simulation:
             raise InputError(f"unknown link cost {cost!r} (latency, hops or length)")
         self.cost = cost
         self.state_metrics = state_metrics
+        self._state_cache: dict = {}      # state_figures' per node, between steps
         #: what :meth:`check` compares with (see ``reference``)
         if reference is not None and not callable(reference):
             raise InputError(f"reference is a function evaluate(program, facts), got "
@@ -466,7 +468,8 @@ class Simulation:
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
         per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
         if self.state_metrics:
-            states = state_figures(self.net)
+            with relaxed_gc():            # it allocates; a full collection here took seconds
+                states = state_figures(self.net, self._state_cache)
             for n, fig in states.items():
                 per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)
                 w = self.placement.worker_of(n)
@@ -525,7 +528,7 @@ class Simulation:
         }
 
 
-def state_figures(net) -> dict:
+def state_figures(net, cache: dict | None = None) -> dict:
     """Per node ``{"tuples", "provenance_bytes", "state_bytes"}`` of an engine network.
 
     ``provenance_bytes``: serialized size (msgpack, ``engine.wire``) of every stored
@@ -534,22 +537,37 @@ def state_figures(net) -> dict:
     length of its predicate's name (the "operator state"), hidden relations (localizer
     auxiliaries, aggregate inputs) included. Each relation's tuples and annotations are
     measured in one msgpack call each (:func:`engine.wire.packed_items_size`).
+
+    ``cache``, a dict the caller keeps between calls, holds each node's figures with its
+    step count: a node that has not stepped since (only a step changes a node's state)
+    keeps its figures without being measured again.
     """
-    codec, occurrences = net.codec, net.scheme.occurrences
     out = {}
     for nid, node in net.nodes.items():
-        ctx = node.ctx
-        tuples = prov = tup_bytes = 0
-        for pred, table in node.state.items():
-            if not table:
-                continue
-            tuples += len(table)
-            tup_bytes += len(table) * len(pred) + packed_items_size(list(table))
-            prov += codec.annotations_size(
-                (occ for stored in table.values() for occ in occurrences(stored)), ctx)
-        out[nid] = {"tuples": tuples, "provenance_bytes": prov,
-                    "state_bytes": prov + tup_bytes}
+        steps = node.metrics.steps
+        hit = cache.get(nid) if cache is not None else None
+        if hit is not None and hit[0] is node and hit[1] == steps:
+            out[nid] = dict(hit[2])
+            continue
+        fig = _node_figures(node, net.codec, net.scheme.occurrences)
+        if cache is not None:
+            cache[nid] = (node, steps, fig)
+        out[nid] = dict(fig)
     return out
+
+
+def _node_figures(node, codec, occurrences) -> dict:
+    """:func:`state_figures` of one node."""
+    ctx = node.ctx
+    tuples = prov = tup_bytes = 0
+    for pred, table in node.state.items():
+        if not table:
+            continue
+        tuples += len(table)
+        tup_bytes += len(table) * len(pred) + packed_items_size(list(table))
+        prov += codec.annotations_size(
+            (occ for stored in table.values() for occ in occurrences(stored)), ctx)
+    return {"tuples": tuples, "provenance_bytes": prov, "state_bytes": prov + tup_bytes}
 
 
 def compare_relations(got: dict, want: dict, skip: Iterable[str] = (),

@@ -346,3 +346,25 @@ def test_state_figures_are_the_packed_size_of_every_stored_fact(annotation):
     assert sum(f["tuples"] for f in got.values()) > 0
     if annotation in ("derivation", "absorption", "relative"):   # they store provenance
         assert sum(f["provenance_bytes"] for f in got.values()) > 0
+
+
+def test_state_figures_reuse_only_the_nodes_that_did_not_step():
+    """Between steps a node that did not step keeps its measured figures (the same cache
+    entry); every step's figures equal a measurement from scratch."""
+    from sim.simulation import state_figures
+    topo = topologies.make("ts100", seed=1)
+    s = Simulation(REACHABLE, topo, seed=2)
+    net, cache = s.net, {}
+    s.run_workload("insert")
+    assert state_figures(net, cache) == state_figures(net)
+    kept = 0
+    for a, b in [(39, 42), (96, 99), (90, 3)]:      # 8, 5 and 100 of 100 nodes step
+        assert (a, b) in s.base_facts()["link"]
+        before = dict(cache)
+        steps = {n: node.metrics.steps for n, node in net.nodes.items()}
+        s.step(delete={"link": [(a, b), (b, a)]})
+        assert state_figures(net, cache) == state_figures(net)
+        for n, node in net.nodes.items():
+            assert (cache[n] is before[n]) == (node.metrics.steps == steps[n])
+            kept += cache[n] is before[n]
+    assert kept > 0

@@ -7,7 +7,7 @@ import random
 import msgpack
 import pytest
 
-from provenance import get_scheme
+from provenance import get_scheme, scheme_names
 from ndlog.errors import InputError
 from engine.transport import InMemoryTransport, Placement
 from engine.wire import (Codec, decode_updates, encode_updates, encoded_size,
@@ -134,3 +134,24 @@ def test_packed_items_size_is_the_sum_of_each_items_size(n):
                          [rng.randrange(300)] * rng.randrange(20)]) for _ in range(n)]
     assert packed_items_size(items) == sum(len(msgpack.packb(x, use_bin_type=True))
                                            for x in items)
+
+
+@pytest.mark.parametrize("name", [n for n in scheme_names()
+                                  if get_scheme(n).ships_annotations])
+def test_annotations_size_in_bulk_is_the_sum_of_each_annotations_size(name):
+    """What psn run measures after every step (``Codec.annotations_size``, the scheme's
+    ``wire_size``) equals every annotation serialized and packed on its own; absorption's
+    single derivations (sorted tuples of insertion ids) are counted without serializing."""
+    scheme = get_scheme(name)
+    ctx = scheme.context("n", scheme.shared_context())
+    rng = random.Random(name)
+    codec = Codec(scheme)
+    lists = [[scheme.sample_update(ctx, rng) for _ in range(rng.randint(0, 40))]
+             for _ in range(10)]
+    if name == "absorption":            # single derivations only, then one BDD among them
+        cubes = [tuple(sorted(rng.sample(range(1, 1 << 20), rng.randint(0, 20))))
+                 for _ in range(300)]
+        lists += [cubes, cubes + [scheme.sample_update(ctx, rng)]]
+    for anns in lists:
+        assert codec.annotations_size(anns, ctx) == sum(codec.annotation_size(a, ctx)
+                                                        for a in anns)
