@@ -40,13 +40,30 @@ from typing import Any, Mapping
 from ndlog.errors import InputError
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
-           "DEFAULT_MAX_UPDATES"]
+           "DEFAULT_MAX_UPDATES", "aggsel_mode"]
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
 
 #: Values of ``aggsel``.
 AGGSEL_CHOICES = ("auto", "multi", "single", "off")
+
+
+def aggsel_mode(value) -> str:
+    """An aggregate selection mode of :data:`AGGSEL_CHOICES`; ``True`` and ``False`` (as
+    ``psn.evaluate`` takes them) mean ``auto`` and ``off``.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        For anything else.
+    """
+    if value is True or value is False:
+        return "auto" if value else "off"
+    if value not in AGGSEL_CHOICES:
+        raise InputError(f"aggregate selection must be one of "
+                         f"{', '.join(AGGSEL_CHOICES)} (or True, False), not {value!r}")
+    return value
 
 #: Values of ``contexts``.
 CONTEXTS = ("process", "worker")
@@ -137,9 +154,7 @@ class RunOptions:
     minship_at: str = "node"
 
     def __post_init__(self):
-        if self.aggsel not in AGGSEL_CHOICES:
-            raise InputError(f"aggregate selection must be one of "
-                             f"{', '.join(AGGSEL_CHOICES)}, not {self.aggsel!r}")
+        object.__setattr__(self, "aggsel", aggsel_mode(self.aggsel))
         if self.contexts not in CONTEXTS:
             raise InputError(f"unknown contexts policy {self.contexts!r}; choose one of "
                              f"{', '.join(CONTEXTS)}")

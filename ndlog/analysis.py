@@ -212,7 +212,7 @@ def monotone_error(spec: AggSelSpec, rule: A.Rule, head_var: str, body_var: str,
         f"{body_var} = {format_value(old)}",
         rule.span, hint="costs must be positive; evaluate with aggregate selection off "
         "(psn run and psn verify: --aggsel off; psn eval and psn reference: --no-aggsel; "
-        "Python: aggsel=False) to enumerate every path instead")
+        "Python: aggsel=False or aggsel=\"off\") to enumerate every path instead")
 
 
 def monotone_ok(func: str, new, old) -> bool:

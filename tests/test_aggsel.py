@@ -205,6 +205,25 @@ def test_the_errors_advice_aggsel_off_runs_and_is_checked_on_every_relation(tmp_
     assert result.ok and result.complete
 
 
+def test_the_python_fix_in_the_hint_works_on_every_api():
+    """The hint's ``aggsel=False`` (what psn.evaluate takes) is ``off`` on the engines too;
+    it was refused there as not one of auto, multi, single, off."""
+    from sim import Simulation
+    zero = {"link": [(1, 2, 0), (2, 1, 0), (2, 3, 1)]}
+    with pytest.raises(EvaluationError) as err:
+        Network(SP, zero).run()
+    assert "aggsel=False" in err.value.hint
+    want = psn.evaluate(SP, zero, aggsel=False)
+    net = Network(SP, zero, aggsel=False).run()
+    assert net.resolved.describe()["aggsel"] == "off" and net.relations()["path"] == want["path"]
+    sim = Simulation(SP, None, aggsel=False, seed=1, state_metrics=False)
+    assert sim.step(insert=zero, check=True).check
+    assert psn.verify(SP, zero, [["-link(@2, 3, 1)"]], aggsel=False).ok
+    assert RunOptions(aggsel=True).aggsel == "auto"
+    with pytest.raises(InputError, match="or True, False"):
+        RunOptions(aggsel="no")
+
+
 def test_single_prunes_nothing_on_a_predicate_it_cannot_split_and_is_checked_so(tmp_path,
                                                                                   capsys):
     """One rule computes both aggregates of path, so ``single`` cannot split it and prunes

@@ -295,6 +295,9 @@ class Problem:
             scope = Scope.parse(scope)
         if not isinstance(annotation, str):
             annotation = copy.deepcopy(annotation)      # a pristine template
+        if "aggsel" in options:
+            from engine.options import aggsel_mode
+            options["aggsel"] = aggsel_mode(options["aggsel"])
         return cls(program, fact_updates, tuple(burst_updates), annotation, scope,
                    **options)
 
