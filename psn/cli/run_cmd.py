@@ -448,7 +448,7 @@ def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
                False: "FAILED"}[summary["check"]]
     sim_part = f"convergence {summary['sim_time']:.4f} s simulated, " if sim else ""
     print(f"-- {count_noun(summary['steps'], 'step')}: {sim_part}{summary['wall_time']:.2f} s "
-          f"wall; {summary['worker_bytes_sent'] / 2**20:.3f} MB in "
+          f"wall; {summary['worker_bytes_sent'] / 1e6:.3f} MB in "
           f"{count_noun(summary['worker_messages_sent'], 'message')} between workers; "
           + (f"{count_noun(summary['recoveries'], 'recovery', 'recoveries')} from lost "
              f"workers; " if "recoveries" in summary else "")
@@ -467,7 +467,8 @@ def _cell(key: str, i: int, row: dict) -> str:
     if key == "check":
         return {None: "-", True: "ok", False: "FAIL"}[v]
     if key in ("bytes_sent", "worker_bytes_sent"):
-        return f"{v / 1024:.1f}"
+        return f"{v / 1e3:.1f}"                  # KB and MB are 10^3 and 10^6 bytes, as
+                                                # in psn experiment and the docs
     return _FORMATS.get(key, "{:,}").format(v)
 
 
