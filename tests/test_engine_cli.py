@@ -67,6 +67,22 @@ def test_table_output_and_metrics_line(files, capsys):
     assert "-- 1 step: " in out and "between workers; check: not checked" in out
 
 
+def test_the_table_counts_kilobytes_of_1000_bytes(capsys):
+    """KB and MB are 10^3 and 10^6 bytes, as in psn experiment's reports (the table
+    divided by 1,024: 4.2 KB for 4,266 bytes)."""
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    args = ["run", str(program), "--topology", "ring", "--topology-option", "n=8",
+            "--relation", "link"]
+    assert main([*args, "--format", "json"]) == 0
+    sent = json.loads(capsys.readouterr().out)["steps"][0]["bytes_sent"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("step "))
+    kb = lines[head].index("KB sent") + len("KB sent")       # cells end under their name
+    assert f"{sent / 1000:.1f}" != f"{sent / 1024:.1f}"
+    assert lines[head + 1][:kb].split()[-1] == f"{sent / 1000:.1f}"
+
+
 def test_bad_burst_line_names_file_line_col(files, capsys):
     (files / "bad.ndl").write_text("+link(@a, b).\n-link(@b c).\n")
     assert main(["run", str(files / "p.ndl"), "--burst", str(files / "bad.ndl")]) == 2
