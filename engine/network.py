@@ -147,7 +147,7 @@ class Network:
                  delivery: str | None = None, seed: int | None = None,
                  batch: bool | None = None, placement=None, transport=None,
                  roundtrip: bool | None = None, on_node: Callable[[Node], None] | None = None,
-                 ship=None, aggsel: str | None = None, contexts: str | None = None,
+                 ship=None, aggsel: str | bool | None = None, contexts: str | None = None,
                  unsafe: bool | None = None, max_memory: int | None = None,
                  max_updates: int | None = None):
         opts = RunOptions.of(options, annotation=annotation, delivery=delivery, seed=seed,

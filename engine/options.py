@@ -37,6 +37,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ndlog.analysis import AGGSEL_CHOICES, aggsel_mode
 from ndlog.errors import InputError
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
@@ -44,26 +45,6 @@ __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CO
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
-
-#: Values of ``aggsel``.
-AGGSEL_CHOICES = ("auto", "multi", "single", "off")
-
-
-def aggsel_mode(value) -> str:
-    """An aggregate selection mode of :data:`AGGSEL_CHOICES`; ``True`` and ``False`` (as
-    ``psn.evaluate`` takes them) mean ``auto`` and ``off``.
-
-    Raises
-    ------
-    ndlog.errors.InputError
-        For anything else.
-    """
-    if value is True or value is False:
-        return "auto" if value else "off"
-    if value not in AGGSEL_CHOICES:
-        raise InputError(f"aggregate selection must be one of "
-                         f"{', '.join(AGGSEL_CHOICES)} (or True, False), not {value!r}")
-    return value
 
 #: Values of ``contexts``.
 CONTEXTS = ("process", "worker")
@@ -89,6 +70,7 @@ class RunOptions:
         Aggregate selection: ``auto``, ``multi`` (a pruned predicate keeps the tuples
         best for at least one of its aggregates), ``single`` (one query per aggregate,
         each pruned by its own: :func:`localize.passes.one_query_per_aggregate`) or
+        ``off``; ``True`` and ``False`` (what ``psn.evaluate`` takes) are ``auto`` and
         ``off``.
     delivery:
         Delivery model (``fifo``, ``random``, ``adversarial`` with options, see

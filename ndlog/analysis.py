@@ -29,8 +29,40 @@ from . import ast as A
 __all__ = [
     "Dependency", "dependency_graph", "sccs", "strata", "recursive_predicates",
     "recursive_aggregate_rules", "AggSelSpec", "aggsel_candidates", "rules_by_head",
-    "monotone_error", "monotone_ok",
+    "monotone_error", "monotone_ok", "AGGSEL_CHOICES", "aggsel_mode",
 ]
+
+#: Values of ``aggsel``: where the engines apply aggregate selection (``auto``, ``multi``,
+#: ``single``) or not (``off``).
+AGGSEL_CHOICES = ("auto", "multi", "single", "off")
+
+
+def aggsel_mode(value) -> str:
+    """An aggregate selection mode of :data:`AGGSEL_CHOICES`.
+
+    Parameters
+    ----------
+    value:
+        A mode, or ``True`` / ``False`` (``auto`` / ``off``), so that every Python entry
+        point takes what ``psn.evaluate`` always took.
+
+    Returns
+    -------
+    str
+        The mode; the references (``psn.evaluate``, Spark) prune unless it is ``off``.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        For anything else.
+    """
+    if value is True or value is False:
+        return "auto" if value else "off"
+    if value not in AGGSEL_CHOICES:
+        from .errors import InputError
+        raise InputError(f"aggregate selection must be one of "
+                         f"{', '.join(AGGSEL_CHOICES)} (or True, False), not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from operator import itemgetter
 from typing import Callable, Iterable, Mapping
 
 from ndlog import ast as A
-from ndlog.analysis import AggSelSpec, aggsel_candidates, monotone_error, monotone_ok, strata
+from ndlog.analysis import (AggSelSpec, aggsel_candidates, aggsel_mode, monotone_error,
+                            monotone_ok, strata)
 from ndlog.builtins import aggregate_value, format_value
 from ndlog.checks import check_table_sizes
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
@@ -531,7 +532,7 @@ def _freeze(v):
 
 
 def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
-             aggsel: bool = True, hidden: bool = False) -> dict[str, set[tuple]]:
+             aggsel: bool | str = True, hidden: bool = False) -> dict[str, set[tuple]]:
     """Evaluate a program centrally to its least fixpoint.
 
     Parameters
@@ -541,7 +542,8 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     facts:
         ``predicate -> iterable of tuples``, added to the facts stated in the program.
     aggsel:
-        Apply aggregate selection where the analysis finds it applicable (default). Off, a
+        Apply aggregate selection where the analysis finds it applicable (default: True,
+        or any mode but ``"off"``, as the engines take it). Off (False or ``"off"``), a
         shortest-path program enumerates every simple path.
     hidden:
         Also return auxiliary predicates introduced by rewrites.
@@ -568,7 +570,7 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     for pred, rows in base_facts(program, facts).items():
         for t in rows:
             rel(pred).add(t)
-    specs = aggsel_candidates(program) if aggsel else {}
+    specs = aggsel_candidates(program) if aggsel_mode(aggsel) != "off" else {}
     by_head: dict[str, list[A.Rule]] = {}
     for r in program.rules:
         by_head.setdefault(r.head.pred, []).append(r)

@@ -130,7 +130,7 @@ class Simulation:
                  seed: int | None = None, processing: "ProcessingModel | str | None" = None,
                  local_latency: float | None = None, cost: str = "latency",
                  roundtrip: bool | None = None, state_metrics: bool = True,
-                 ship: str | None = None, aggsel: str | None = None,
+                 ship: str | None = None, aggsel: str | bool | None = None,
                  batch: bool | None = None, contexts: str | None = None,
                  reference: Callable | None = None):
         from engine import Network

@@ -219,6 +219,9 @@ def test_the_python_fix_in_the_hint_works_on_every_api():
     sim = Simulation(SP, None, aggsel=False, seed=1, state_metrics=False)
     assert sim.step(insert=zero, check=True).check
     assert psn.verify(SP, zero, [["-link(@2, 3, 1)"]], aggsel=False).ok
+    assert psn.evaluate(SP, zero, aggsel="off") == want       # the hint's other form
+    with pytest.raises(InputError, match="aggregate selection must be one of"):
+        psn.evaluate(SP, zero, aggsel="no")
     assert RunOptions(aggsel=True).aggsel == "auto"
     with pytest.raises(InputError, match="or True, False"):
         RunOptions(aggsel="no")

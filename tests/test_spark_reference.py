@@ -114,6 +114,9 @@ def test_nonpositive_cost_under_aggsel_is_an_error(spark):
     with pytest.raises(EvaluationError) as err:
         evaluate_spark(program, {"link": links}, session=spark)
     assert "aggregate selection" in err.value.message
+    # the hint's fix, in both of its Python forms ("off" read as true before)
+    want = psn.evaluate(program, {"link": links}, aggsel=False)
+    _agree(want, evaluate_spark(program, {"link": links}, session=spark, aggsel="off"))
 
 
 def test_mixed_list_is_a_clear_input_error(spark):
@@ -183,6 +186,7 @@ def test_a_standalone_master_nobody_listens_on_is_refused_at_once(capsys):
                  "--spark-master", master]) == 2
     out = capsys.readouterr()
     assert "cannot reach the Spark master" in out.err and out.out == ""
-    with pytest.raises(InputError, match="not a Spark master URL"):
-        check_reachable("spark://nohost")
+    for bad in ("spark://nohost", "spark://h:99999", "spark://h:\u00b2"):
+        with pytest.raises(InputError, match="not a Spark master URL"):
+            check_reachable(bad)
     check_reachable("local[2]")                    # only standalone masters are probed

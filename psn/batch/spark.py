@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Iterable
 
 from ndlog import ast as A
-from ndlog.analysis import AggSelSpec, aggsel_candidates, strata
+from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, strata
 from ndlog.errors import EvaluationError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
@@ -61,7 +61,7 @@ class SparkStats:
 
 
 def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
-                   aggsel: bool = True, hidden: bool = False, session=None,
+                   aggsel: bool | str = True, hidden: bool = False, session=None,
                    master: str | None = None, stats: SparkStats | None = None
                    ) -> dict[str, set[tuple]]:
     """Evaluate ``program`` on Spark to its least fixpoint (same result as ``psn.evaluate``).
@@ -74,7 +74,8 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         ``predicate -> iterable of tuples``, added to the program's own facts (``materialize``
         keys applied as in :func:`ndlog.reference.base_facts`).
     aggsel:
-        Apply aggregate selection where :func:`ndlog.analysis.aggsel_candidates` finds it.
+        Apply aggregate selection where :func:`ndlog.analysis.aggsel_candidates` finds it:
+        True or any mode but ``"off"`` (:func:`ndlog.analysis.aggsel_mode`).
     hidden:
         Also return auxiliary predicates introduced by rewrites.
     session:
@@ -145,7 +146,8 @@ class _Run:
         self.spark = session
         self.program = program
         self.errors = ErrorTable(program.source)
-        self.specs: dict[str, AggSelSpec] = aggsel_candidates(program) if aggsel else {}
+        self.specs: dict[str, AggSelSpec] = (aggsel_candidates(program)
+                                             if aggsel_mode(aggsel) != "off" else {})
         self.rels: dict[str, Rel] = {}
         self.rounds: dict[str, int] = {}
         self.derived: set[str] = set()

@@ -198,7 +198,7 @@ class RayNetwork:
                  seed: int | None = None, batch: bool | None = None,
                  roundtrip: bool | None = None, pool: WorkerPool | None = None,
                  max_recoveries: int = 5, on_node=None, ship=None,
-                 aggsel: str | None = None):
+                 aggsel: str | bool | None = None):
         program = as_program(program)
         opts = RunOptions.of(options, annotation=annotation, seed=seed, batch=batch,
                              roundtrip=roundtrip, ship=ship, aggsel=aggsel)

@@ -139,7 +139,7 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
            bursts: Iterable = (), annotation: Any = "absorption", mode: str = "auto",
            budget: "int | str | Budget | None" = None, seed: int = 0, jobs: int = 1, *,
            scope: "Scope | str | None" = None, fifo: bool | None = None,
-           unsafe: bool = False, ship: str | None = None, aggsel: str = "auto",
+           unsafe: bool = False, ship: str | None = None, aggsel: str | bool = "auto",
            derivation_budget: int | None = None, derivation_total: int | None = None,
            shrinking: bool = True) -> VerifyResult:
     """Check that ``program`` with ``annotation`` is reorder-tolerant on a scope.
