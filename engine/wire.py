@@ -118,8 +118,21 @@ class Codec:
         return 0 if data is None else len(_packb(data))
 
     def annotations_size(self, anns: Iterable, ctx: Any = None) -> int:
-        """``sum(annotation_size(a, ctx) for a in anns)``, in bulk (the scheme's
-        ``wire_size``)."""
+        """``sum(annotation_size(a, ctx) for a in anns)``, in bulk.
+
+        Parameters
+        ----------
+        anns:
+            Annotations as updates carry them (a stored value's ``occurrences``).
+        ctx:
+            The annotation context they belong to.
+
+        Returns
+        -------
+        int
+            Their msgpack bytes, as the scheme's ``wire_size`` counts them (0 for a scheme
+            that ships no annotations).
+        """
         scheme = self.scheme
         if not scheme.ships_annotations:
             return 0
@@ -127,8 +140,24 @@ class Codec:
 
 
 def packed_items_size(items: list) -> int:
-    """``sum(len(msgpack.packb(x)) for x in items)``, in one call: the items packed as one
-    msgpack array, less the array's header (1 byte up to 15 items, 3 up to 65,535, else 5)."""
+    """``sum(len(msgpack.packb(x)) for x in items)``, in one call.
+
+    Parameters
+    ----------
+    items:
+        Values the wire format can encode.
+
+    Returns
+    -------
+    int
+        The items packed as one msgpack array, less the array's header (1 byte up to 15
+        items, 3 up to 65,535, else 5).
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If an item cannot be encoded.
+    """
     n = len(items)
     if not n:
         return 0

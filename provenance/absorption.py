@@ -563,11 +563,13 @@ class AbsorptionScheme(AnnotationScheme):
 
     def wire_size(self, ctx, anns, packed_size):
         """Single derivations (tuples of wire names) counted in bulk: a chain's encoding is
-        its names' plus :func:`~provenance.bdd.chain_overhead` of their number."""
-        if set(map(type, anns)) != {tuple}:
-            return super().wire_size(ctx, anns, packed_size)
-        return packed_size(anns) + sum(k * chain_overhead(n)
-                                       for n, k in Counter(map(len, anns)).items())
+        its names' plus :func:`~provenance.bdd.chain_overhead` of their number; any other
+        annotation is serialized."""
+        cubes = [a for a in anns if type(a) is tuple]
+        rest = [a for a in anns if type(a) is not tuple] if len(cubes) < len(anns) else ()
+        return (packed_size(cubes)
+                + sum(k * chain_overhead(n) for n, k in Counter(map(len, cubes)).items())
+                + (super().wire_size(ctx, rest, packed_size) if rest else 0))
 
     def deserialize(self, ctx, data):
         if data is not None and len(data) == 1:

@@ -347,9 +347,25 @@ class AnnotationScheme:
 
     def wire_size(self, ctx, anns: list, packed_size: Callable[[list], int]) -> int:
         """Bytes of the msgpack encodings of ``serialize(ctx, a)`` for every ``a`` in
-        ``anns`` (``None`` counts 0), given ``packed_size(values)``: the summed encoded
-        sizes of a list of wire values. Default: serialize each. A scheme may count its
-        common forms without building them (the state measured after every step)."""
+        ``anns`` (``None`` counts 0).
+
+        Parameters
+        ----------
+        ctx:
+            The annotations' context.
+        anns:
+            Annotations as updates carry them.
+        packed_size:
+            ``values -> int``: the summed encoded sizes of a list of wire values
+            (:func:`engine.wire.packed_items_size`).
+
+        Returns
+        -------
+        int
+            Default: every annotation serialized, then measured in one call. A scheme may
+            count its common forms without building them (the state ``psn run`` measures
+            after every step).
+        """
         ser = self.serialize
         return packed_size([d for a in anns if (d := ser(ctx, a)) is not None])
 

@@ -229,8 +229,19 @@ def _chain_nodes(n: int) -> list[int]:
 
 
 def chain_overhead(n: int) -> int:
-    """Bytes the msgpack encoding of the wire form of a cube of ``n`` variables takes
-    beyond its list of names (the node list, the root and the outer array's header)."""
+    """Bytes the msgpack encoding of a cube's wire form takes beyond its list of names.
+
+    Parameters
+    ----------
+    n:
+        The cube's number of variables.
+
+    Returns
+    -------
+    int
+        The bytes of its node list, its root and the outer array's header: the encoding of
+        :func:`chain_form`-like ``[names, nodes, root]`` less that of ``names``.
+    """
     size = _CHAIN_OVERHEAD.get(n)
     if size is None:                    # an empty list packs to one byte
         size = _CHAIN_OVERHEAD[n] = len(msgpack.packb([[], _chain_nodes(n), n << 1])) - 1

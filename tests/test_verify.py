@@ -29,7 +29,7 @@ import pytest
 from networkx.generators.atlas import graph_atlas_g
 
 import psn
-from provenance import register_scheme
+import provenance
 from provenance.base import NO_FIRE
 from provenance.derivation import DerivationScheme
 from provenance.set_scheme import SetScheme
@@ -73,8 +73,13 @@ class AlwaysFire(SetScheme):
         return super().pick(ctx, fact, stored, sign, ann, owned)
 
 
-register_scheme(DropEarlyDeletions.name, DropEarlyDeletions)
-register_scheme(AlwaysFire.name, AlwaysFire)
+@pytest.fixture(autouse=True)
+def _test_schemes(monkeypatch):
+    """The two schemes above, registered for this module's tests only: registered at
+    import, they joined every test that runs over all registered schemes when this
+    module happened to be collected first."""
+    for scheme in (DropEarlyDeletions, AlwaysFire):
+        monkeypatch.setitem(provenance._REGISTRY, scheme.name, scheme)
 
 BUGGY = dict(facts={"link": [(1, 2)]}, bursts=[["+link(@2, 3)", "-link(@2, 3)"]],
              annotation=DropEarlyDeletions.name)

@@ -148,10 +148,13 @@ def test_annotations_size_in_bulk_is_the_sum_of_each_annotations_size(name):
     codec = Codec(scheme)
     lists = [[scheme.sample_update(ctx, rng) for _ in range(rng.randint(0, 40))]
              for _ in range(10)]
-    if name == "absorption":            # single derivations only, then one BDD among them
+    if name == "absorption":            # single derivations only, then BDDs among them
         cubes = [tuple(sorted(rng.sample(range(1, 1 << 20), rng.randint(0, 20))))
                  for _ in range(300)]
-        lists += [cubes, cubes + [scheme.sample_update(ctx, rng)]]
+        bdds = [a for a in (scheme.sample_update(ctx, rng) for _ in range(40))
+                if type(a) is not tuple]
+        assert bdds
+        lists += [cubes, cubes[:150] + bdds + cubes[150:]]
     for anns in lists:
         assert codec.annotations_size(anns, ctx) == sum(codec.annotation_size(a, ctx)
                                                         for a in anns)

@@ -169,6 +169,13 @@ def check_reachable(master: str, timeout: float = 5.0) -> None:
     retries for about a minute and then fails with a Java error; other masters are not
     checked.
 
+    Parameters
+    ----------
+    master:
+        A Spark master URL (:func:`check_master` has accepted it).
+    timeout:
+        Seconds to wait for each host's connection.
+
     Raises
     ------
     ndlog.errors.InputError
@@ -182,8 +189,9 @@ def check_reachable(master: str, timeout: float = 5.0) -> None:
     failed = []
     for hostport in master[len("spark://"):].split(","):
         host, _, port = hostport.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise InputError(f"not a Spark master URL: {master!r}", hint="spark://HOST:PORT")
+        if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+            raise InputError(f"not a Spark master URL: {master!r}",
+                             hint="spark://HOST:PORT, PORT from 1 to 65535")
         try:
             with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
                 return
