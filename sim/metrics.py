@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Hashable, Iterable
 
-from ndlog.errors import InputError
+from ndlog.files import atomic_open, write_atomic
 
 __all__ = ["Counters", "Tally", "StepResult", "write_json", "write_csv", "write_metrics",
            "TALLY_FIELDS", "STATE_FIELDS"]
@@ -194,10 +194,8 @@ def write_json(path: str | Path, run: dict, steps: Iterable[StepResult]) -> None
     doc = {"run": run, "steps": [asdict(s) for s in steps]}
     for s in doc["steps"]:
         s["diff"] = [list(map(str, x)) for x in s["diff"]]
-    try:
-        Path(path).write_text(json.dumps(_jsonable(doc), indent=1, sort_keys=False) + "\n")
-    except OSError as exc:
-        raise InputError(f"cannot write metrics file {path}: {exc.strerror}") from None
+    write_atomic(path, json.dumps(_jsonable(doc), indent=1, sort_keys=False) + "\n",
+                 "metrics file")
 
 
 CSV_STEP_FIELDS = ("step", "label", "scope", "id", "inserted", "deleted", "sim_time",
@@ -208,11 +206,7 @@ CSV_STEP_FIELDS = ("step", "label", "scope", "id", "inserted", "deleted", "sim_t
 def write_csv(path: str | Path, steps: Iterable[StepResult]) -> None:
     """Write one row per step (scope ``total``), per node (``node``) and per worker
     (``worker``): long format, columns :data:`CSV_STEP_FIELDS`."""
-    try:
-        f = open(path, "w", newline="")
-    except OSError as exc:
-        raise InputError(f"cannot write metrics file {path}: {exc.strerror}") from None
-    with f:
+    with atomic_open(path, "metrics file", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_STEP_FIELDS)
         for s in steps:

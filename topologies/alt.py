@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ndlog.errors import InputError, Span
+from ndlog.files import write_atomic
 
 from .graph import Topology, gtitm_node, make_links
 
@@ -196,8 +197,4 @@ def format_alt(topo: Topology) -> str:
 
 def write_alt(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as a GT-ITM ``alt`` file (see :func:`format_alt`)."""
-    path = Path(path)
-    try:
-        path.write_text(format_alt(topo))
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    write_atomic(path, format_alt(topo))

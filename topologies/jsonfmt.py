@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from ndlog.errors import InputError, Span
+from ndlog.files import write_atomic
 
 from .graph import Link, Node, Topology
 
@@ -94,10 +95,7 @@ def write_json(topo: Topology, path: str | Path) -> None:
            + "\n  ]",
            '  "links": [\n' + ",\n".join("    " + json.dumps(x) for x in data["links"])
            + "\n  ]"])
-    try:
-        Path(path).write_text("{\n" + body + "\n}\n")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    write_atomic(path, "{\n" + body + "\n}\n")
 
 
 def read_json(path: str | Path) -> Topology:

@@ -37,7 +37,7 @@ def _comment(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from localize import explain
 
-    from ndlog.errors import InputError
+    from ndlog.files import write_atomic
     from ndlog.parser import load
     from ndlog.printer import format_program
 
@@ -46,11 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.explain:
         text = _comment(result.text()) + "\n" + text
     if args.output:
-        try:
-            with open(args.output, "w") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise InputError(f"cannot write '{args.output}': {exc.strerror or exc}") from None
+        write_atomic(args.output, text)
     else:
         print(text, end="")
     return 0

@@ -132,13 +132,9 @@ def write_text(text: str, output: str | None) -> None:
     InputError
         If ``output`` cannot be written (missing directory, no permission, ...).
     """
-    from ndlog.errors import InputError
+    from ndlog.files import write_atomic
 
     if not output:
         sys.stdout.write(text + "\n")
         return
-    try:
-        with open(output, "w") as fh:
-            fh.write(text + "\n")
-    except OSError as exc:
-        raise InputError(f"cannot write '{output}': {exc.strerror or exc}") from None
+    write_atomic(output, text + "\n")

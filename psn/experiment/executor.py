@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Callable, Iterable
 
 from ndlog.errors import InputError
+from ndlog.files import write_atomic
 
 from .runs import RunSpec, code_version, execute_run
 
@@ -68,13 +68,11 @@ class Cache:
         """Write ``record`` atomically (a temporary file renamed into place)."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
-            p = self.path(spec)
-            tmp = p.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
-            tmp.replace(p)
         except OSError as exc:
             raise InputError(f"cannot write the run cache in {self.dir}: "
                              f"{exc.strerror}") from None
+        write_atomic(self.path(spec), json.dumps(record, indent=1, default=str) + "\n",
+                     "the run cache file")
 
 
 def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",

@@ -26,7 +26,7 @@ import json
 import math
 from pathlib import Path
 
-from ndlog.errors import InputError
+from ndlog.files import atomic_open, write_atomic
 from ndlog.text import count_noun
 
 from .figures import NOT_TESTED, Config, Experiment, Item, fmt
@@ -61,21 +61,15 @@ class ExperimentResult:
 
 
 def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    write_atomic(path, text)
 
 
 def _csv(path: Path, fields: list[str], rows: list[dict]) -> None:
-    try:
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    with atomic_open(path, newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in fields})
 
 
 def write_experiment(exp: Experiment, cfg: Config, items: list[Item], records: dict,

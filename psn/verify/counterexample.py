@@ -32,6 +32,7 @@ from typing import Any
 
 from engine.node import format_fact
 from ndlog.errors import InputError
+from ndlog.files import write_atomic
 from ndlog.text import count_noun
 
 from .model import (FAILURES, Decision, Execution, Reference, RunResult, Transition,
@@ -246,11 +247,8 @@ class Counterexample:
             If the file cannot be written.
         """
         path = Path(path)
-        try:
-            path.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n")
-        except OSError as exc:
-            raise InputError(f"cannot write the counterexample to '{path}': "
-                             f"{exc.strerror}") from None
+        write_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n",
+                     "the counterexample")
         return path
 
     @classmethod
