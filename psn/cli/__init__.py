@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from ndlog.errors import PSNError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "Terminated"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it stops as after Ctrl-C: worker
+    processes stopped, files whole (by default the process died at once, and its workers
+    ran on without it)."""
+
+
+def _terminated(signum, frame):
+    raise Terminated()
 
 #: subcommand modules, in the order ``psn --help`` lists them
 COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "verify_cmd", "reference_cmd",
@@ -55,24 +67,32 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status: the subcommand's; 2 for a user's mistake or no subcommand
-        (argparse exits with 2 on a bad option); 130 when interrupted; 0 when the
-        output pipe closed early.
+        (argparse exits with 2 on a bad option); 130 when interrupted (Ctrl-C), 143 when
+        terminated (SIGTERM); 0 when the output pipe closed early.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         return int(args.func(args) or 0)
     except PSNError as exc:
         print(exc.render(), file=sys.stderr)
         return 2
+    except Terminated:
+        print("psn: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("psn: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

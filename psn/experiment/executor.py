@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import threading
+from contextlib import nullcontext
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ndlog.errors import InputError
+from ndlog.errors import EvaluationError, InputError
 from ndlog.files import write_atomic
 
 from .runs import RunSpec, code_version, execute_run
@@ -143,12 +147,71 @@ def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
 
 
 def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
+    """The runs in local processes. Ctrl-C or SIGTERM stops the running ones and drops
+    the queued ones at once (a pool's own exit would finish every queued run first, and
+    its results would be lost), then acts as it would have: the signal is held while the
+    pool is in use, since one arriving inside the pool's own code left it unable to shut
+    down. A process that dies is an error naming the cause."""
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
-                             max_tasks_per_child=1) as pool:
+    asked: list[int] = []
+    previous = _hold_signals(asked)
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
+                               max_tasks_per_child=1)
+    finished = False
+    try:
         futures = {pool.submit(execute_run, spec.to_dict(), version): spec for spec in todo}
-        for fut in as_completed(futures):
-            done(futures[fut], fut.result())
+        pending = set(futures)
+        while pending and not asked:
+            ready, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                done(futures[fut], fut.result())
+        finished = not pending
+    except BrokenProcessPool:
+        raise EvaluationError(
+            "a run's process died (killed from outside, or by the system when memory ran "
+            "out)", hint="the runs that finished are cached: the same command goes on "
+            "from there; --jobs 1 gives each run more of the machine's memory") from None
+    finally:
+        if not finished:
+            _stop_workers(pool)
+        pool.shutdown(wait=True)
+        _release_signals(previous, asked)
+
+
+def _hold_signals(asked: list) -> dict:
+    """Record SIGINT and SIGTERM in ``asked`` instead of acting on them (main thread only);
+    the handlers they replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, lambda signum, frame: asked.append(signum))
+            for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _release_signals(previous: dict, asked: list) -> None:
+    """Put the handlers back, then act on the first signal held, as they would have."""
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+    if not asked:
+        return
+    handler = previous.get(asked[0])
+    if callable(handler):
+        handler(asked[0], None)         # KeyboardInterrupt, or the command's SIGTERM
+    signal.raise_signal(asked[0])       # the default action
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's processes, so that its manager finds them dead, fails the
+    queued runs and exits (``terminate_workers`` from Python 3.14 on). Before 3.14 the
+    processes are taken from the pool's table under its lock, which its manager holds to
+    start a replacement process; ``shutdown(wait=False)`` is not called first, since the
+    manager can still read that table after it drops it (a TypeError in the manager)."""
+    stop = getattr(pool, "terminate_workers", None)
+    if stop is not None:
+        stop()
+        return
+    with getattr(pool, "_shutdown_lock", nullcontext()):
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
 
 
 def _ray(todo: list[RunSpec], address: str | None, version: str, done) -> None:

@@ -51,10 +51,11 @@ import math
 import multiprocessing
 import queue as queue_module
 import random
+import signal
 import time
 from dataclasses import dataclass, field
 
-from ndlog.errors import InputError, PSNError
+from ndlog.errors import EvaluationError, InputError, PSNError
 
 from .model import (Decision, Execution, Prune, Reference, RunResult, Transition, Violation,
                     tag_of)
@@ -520,7 +521,10 @@ def _parallel(search: Search, mode: str, jobs: int) -> SearchStats:
         except queue_module.Empty:
             dead = [p for p in procs if p.exitcode not in (None, 0)]
             if dead:
-                raise RuntimeError(f"a verify worker died (exit status {dead[0].exitcode})")
+                raise EvaluationError(
+                    f"a verify worker process died (exit status {dead[0].exitcode}: "
+                    f"killed from outside, or by the system when memory ran out)",
+                    hint="run again, with fewer --jobs if memory is short")
             continue
         if isinstance(outcome, PSNError):
             errors.append(outcome)
@@ -542,6 +546,9 @@ def _parallel(search: Search, mode: str, jobs: int) -> SearchStats:
 
 
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
+    # the parent stops its workers with SIGTERM: die quietly, not with the command's
+    # handler inherited by the fork (psn.cli.Terminated)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         if mode == "exhaustive":
             stats = search.exhaustive((level, worker, jobs))
