@@ -190,3 +190,24 @@ def test_a_standalone_master_nobody_listens_on_is_refused_at_once(capsys):
         with pytest.raises(InputError, match="not a Spark master URL"):
             check_reachable(bad)
     check_reachable("local[2]")                    # only standalone masters are probed
+
+
+def test_an_interrupt_during_spark_is_plain(spark):
+    """Ctrl-C during a Spark job printed Python tracebacks before 'psn: interrupted':
+    PySpark's own SIGINT handler calls into the JVM from inside the signal handler
+    ('reentrant call'), and py4j logs the interrupted call with its traceback. Once the
+    session runs, Ctrl-C raises KeyboardInterrupt plainly and py4j's log is dropped."""
+    import logging
+    import signal
+    import threading
+    from psn.batch.session import get_session
+    assert get_session() is spark
+    if threading.current_thread() is threading.main_thread():
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    here = logging.LogRecord("root", logging.ERROR, "/x/site-packages/py4j/java_gateway.py",
+                             1, "KeyboardInterrupt while sending command.", None, None)
+    mine = logging.LogRecord("root", logging.ERROR, "/x/psn/cli/run_cmd.py", 1, "m", None,
+                             None)
+    root = logging.getLogger()
+    assert not root.filter(here) and root.filter(mine)
+    assert not logging.getLogger("py4j.clientserver").isEnabledFor(logging.CRITICAL)

@@ -16,12 +16,15 @@ behind the caller's back: the session lives until :func:`stop_session` or proces
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import signal
 import socket
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 __all__ = ["get_session", "stop_session", "check_master", "check_reachable", "DEFAULT_MASTER",
            "SHUFFLE_PARTITIONS"]
@@ -58,13 +61,13 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 logger.executor.name = org.apache.spark.executor.Executor
 logger.executor.level = off
-logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
-logger.tasks.level = off
+logger.scheduler.name = org.apache.spark.scheduler
+logger.scheduler.level = off
 """
 
 
 def _log4j_file() -> str:
-    path = os.path.join(tempfile.gettempdir(), f"psn-spark-log4j2-{os.getuid()}-v4.properties")
+    path = os.path.join(tempfile.gettempdir(), f"psn-spark-log4j2-{os.getuid()}-v6.properties")
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w") as fh:
@@ -209,18 +212,43 @@ def _start(master: str, local: bool):
     from pyspark.errors import PySparkException
     check_reachable(master)
     try:
-        return _builder(master, local).getOrCreate()
+        session = _builder(master, local).getOrCreate()
     except (PySparkException, Py4JError) as exc:
         from ndlog.errors import EvaluationError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise EvaluationError(f"could not start a Spark session on {master!r}: {first}",
                               hint="check the master URL, and that Java 17 is installed "
                                    "(java -version)") from exc
+    _plain_interrupts()
+    return session
+
+
+def _plain_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt again, as before the session started. PySpark's
+    own handler cancels the running jobs by a call into the JVM from inside the signal
+    handler; when the interrupted code was itself in such a call, that printed Python
+    tracebacks ('reentrant call') before the command could say it was interrupted."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+class _NotFromPy4J(logging.Filter):
+    """Drops what py4j logs on the root logger (an interrupted or failed call into the
+    JVM, with its traceback): the call's own exception reaches the caller, which reports
+    it (an interrupt as 'psn: interrupted', a failure as a PSN error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "py4j" not in Path(record.pathname).parts
 
 
 def _quiet_python_loggers() -> None:
-    """PySpark logs every failed query's context as JSON on stderr; our callers translate
-    those failures into PSN errors, so the log is noise."""
+    """PySpark logs every failed query's context as JSON on stderr, and py4j logs calls
+    into the JVM that an interrupt or a failure cut short; our callers translate those
+    failures into PSN errors, so the log is noise."""
+    root = logging.getLogger()
+    if not any(isinstance(f, _NotFromPy4J) for f in root.filters):
+        root.addFilter(_NotFromPy4J())
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
     try:
         from pyspark.logger import PySparkLogger
     except ImportError:  # older PySpark: nothing to silence
