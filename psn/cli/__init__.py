@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     finally:
-        if main_thread:
+        if previous is not None:        # None: not set from Python; then left as it is
             signal.signal(signal.SIGTERM, previous)
 
 

@@ -179,24 +179,31 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
 
 
 def _hold_signals(asked: list) -> dict:
-    """Record SIGINT and SIGTERM in ``asked`` instead of acting on them (main thread only);
-    the handlers they replaced."""
+    """Record SIGINT and SIGTERM in ``asked`` instead of acting on them (main thread
+    only, and not a signal the process ignores); the handlers they replaced."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {sig: signal.signal(sig, lambda signum, frame: asked.append(signum))
-            for sig in (signal.SIGINT, signal.SIGTERM)}
+            for sig in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(sig) not in (signal.SIG_IGN, None)}
 
 
 def _release_signals(previous: dict, asked: list) -> None:
-    """Put the handlers back, then act on the first signal held, as they would have."""
+    """Put the handlers back, then act on the first signal held, as they would have: a
+    Python handler is called (KeyboardInterrupt, or the command's SIGTERM), the default
+    action taken; a handler that lets the program go on still gets KeyboardInterrupt,
+    since the runs were stopped."""
     for sig, handler in previous.items():
         signal.signal(sig, handler)
     if not asked:
         return
-    handler = previous.get(asked[0])
+    sig = asked[0]
+    handler = previous[sig]
     if callable(handler):
-        handler(asked[0], None)         # KeyboardInterrupt, or the command's SIGTERM
-    signal.raise_signal(asked[0])       # the default action
+        handler(sig, None)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(sig)
+    raise KeyboardInterrupt
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

@@ -52,6 +52,7 @@ import multiprocessing
 import queue as queue_module
 import random
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -511,8 +512,7 @@ def _parallel(search: Search, mode: str, jobs: int) -> SearchStats:
     queue = context.Queue()
     procs = [context.Process(target=_worker, args=(share, mode, level, w, jobs, queue),
                              daemon=True) for w in range(jobs)]
-    for p in procs:
-        p.start()
+    _start_quiet(procs)
     results: dict[int, SearchStats] = {}
     errors: list = []
     while len(results) + len(errors) < jobs:
@@ -545,10 +545,22 @@ def _parallel(search: Search, mode: str, jobs: int) -> SearchStats:
     return merged
 
 
+def _start_quiet(procs: list) -> None:
+    """Fork ``procs`` with SIGTERM's default action: the parent stops its workers with
+    SIGTERM, and a worker that inherited the command's handler (psn.cli.Terminated)
+    printed a traceback when stopped. Set around the fork, not in the worker, which
+    could be stopped before its first line."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL) if main else None
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
-    # the parent stops its workers with SIGTERM: die quietly, not with the command's
-    # handler inherited by the fork (psn.cli.Terminated)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         if mode == "exhaustive":
             stats = search.exhaustive((level, worker, jobs))
