@@ -468,7 +468,7 @@ class Simulation:
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
         per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
         if self.state_metrics:
-            with relaxed_gc():            # it allocates; a full collection here took seconds
+            with relaxed_gc():            # it allocates: a full collection took seconds
                 states = state_figures(self.net, self._state_cache)
             for n, fig in states.items():
                 per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)

@@ -215,7 +215,8 @@ def test_the_python_fix_in_the_hint_works_on_every_api():
     assert "aggsel=False" in err.value.hint
     want = psn.evaluate(SP, zero, aggsel=False)
     net = Network(SP, zero, aggsel=False).run()
-    assert net.resolved.describe()["aggsel"] == "off" and net.relations()["path"] == want["path"]
+    assert net.resolved.describe()["aggsel"] == "off"
+    assert net.relations()["path"] == want["path"]
     sim = Simulation(SP, None, aggsel=False, seed=1, state_metrics=False)
     assert sim.step(insert=zero, check=True).check
     assert psn.verify(SP, zero, [["-link(@2, 3, 1)"]], aggsel=False).ok

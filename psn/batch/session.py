@@ -26,8 +26,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["get_session", "stop_session", "check_master", "check_reachable", "DEFAULT_MASTER",
-           "SHUFFLE_PARTITIONS"]
+__all__ = ["get_session", "stop_session", "check_master", "check_reachable",
+           "DEFAULT_MASTER", "SHUFFLE_PARTITIONS"]
 
 #: master used when none is given (all local cores; a 2-core machine gets ``local[2]``)
 DEFAULT_MASTER = "local[*]"
@@ -228,7 +228,8 @@ def _plain_interrupts() -> None:
     own handler cancels the running jobs by a call into the JVM from inside the signal
     handler; when the interrupted code was itself in such a call, that printed Python
     tracebacks ('reentrant call') before the command could say it was interrupted."""
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:    # ignored stays so
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
