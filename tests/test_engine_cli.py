@@ -172,3 +172,18 @@ def test_relation_of_one_query_per_aggregate_is_known_before_the_run(capsys):
                  "--format", "json"]) == 0
     out = _json(capsys)
     assert list(out["relations"]) == ["path_minHops"] and out["relations"]["path_minHops"]
+
+
+def test_a_stopped_run_keeps_the_metrics_of_its_finished_steps(tmp_path, capsys):
+    """A limit (here the bound on updates) or Ctrl-C that stops a later step: the steps
+    before it are printed and --metrics has them (it was not written at all)."""
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    metrics = tmp_path / "m.json"
+    # on ts100 the first step sends 654 updates, the second 45,250
+    assert main(["run", str(program), "--topology", "ts100", "--workload",
+                 "insert:0.2,1.0", "--max-updates", "20000", "--metrics", str(metrics)]) == 2
+    out, err = capsys.readouterr()
+    assert "did not converge after 20,000 updates" in err
+    assert "stopped in step 1 (insert 1)" in out
+    steps = json.loads(metrics.read_text())["steps"]
+    assert [s["label"] for s in steps] == ["insert 0.2"] and steps[0]["inserted"] > 0

@@ -25,7 +25,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from ndlog.errors import InputError
+from ndlog.errors import InputError, PSNError
 from ndlog.output import program_shapes
 from ndlog.text import count_noun
 
@@ -289,6 +289,10 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
             row = runner.step("program facts", [])
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
+    except (PSNError, KeyboardInterrupt):
+        if args.metrics and rows:       # a stopped run keeps the metrics of its steps
+            runner.sim.write_metrics(args.metrics)
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -312,15 +316,17 @@ def _printing_done_steps(runner, rows: list[dict], steps):
 
 
 def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float) -> dict:
-    """One step; when a limit stops it (memory, derivation budget, a bound on updates), the
-    steps completed so far are printed before the error propagates."""
+    """One step; when a limit (memory, derivation budget, a bound on updates) or Ctrl-C
+    stops it, the steps completed so far are printed before the error propagates."""
     from engine import NotConvergedError
     from engine.guards import AnnotationBudgetError, MemoryLimitError
     try:
         return runner.step(label, burst, advance)
-    except (MemoryLimitError, AnnotationBudgetError, NotConvergedError):
-        print(f"-- stopped in step {len(rows)} ({label}); the steps before it:")
-        print_table(runner.describe(), rows)
+    except (MemoryLimitError, AnnotationBudgetError, NotConvergedError,
+            KeyboardInterrupt) as exc:
+        if rows or not isinstance(exc, KeyboardInterrupt):
+            print(f"-- stopped in step {len(rows)} ({label}); the steps before it:")
+            print_table(runner.describe(), rows)
         raise
 
 
