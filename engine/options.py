@@ -34,6 +34,7 @@ options (``psn.cli``), the transports' own settings (topology, processing time).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -270,7 +271,7 @@ class Resolved:
             from .guards import check_set_deletions
             check_set_deletions(program.source, because)
 
-    @property
+    @functools.cached_property
     def prunes(self) -> bool:
         """True if aggregate selection prunes some relation in this run: its selectors on
         :attr:`program` are not empty (``single`` prunes nothing on a predicate it cannot

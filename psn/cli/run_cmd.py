@@ -25,7 +25,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from ndlog.errors import InputError, PSNError
+from ndlog.errors import InputError
 from ndlog.output import program_shapes
 from ndlog.text import count_noun
 
@@ -289,15 +289,11 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
             row = runner.step("program facts", [])
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
-    except (PSNError, KeyboardInterrupt):
-        if args.metrics and rows:       # a stopped run keeps the metrics of its steps
-            runner.sim.write_metrics(args.metrics)
-        raise
     finally:
         if bar is not None:
             bar.close()
-    if args.metrics:
-        runner.sim.write_metrics(args.metrics)
+        if args.metrics and rows:       # a stopped run too keeps the metrics of its steps
+            runner.sim.write_metrics(args.metrics)
     return rows
 
 

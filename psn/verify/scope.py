@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from ndlog import ast as A
+from ndlog.analysis import aggsel_mode
 from ndlog.errors import InputError
 from ndlog.reference import fact_rows
 
@@ -296,7 +297,6 @@ class Problem:
         if not isinstance(annotation, str):
             annotation = copy.deepcopy(annotation)      # a pristine template
         if "aggsel" in options:
-            from engine.options import aggsel_mode
             options["aggsel"] = aggsel_mode(options["aggsel"])
         return cls(program, fact_updates, tuple(burst_updates), annotation, scope,
                    **options)
