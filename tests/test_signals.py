@@ -1,5 +1,6 @@
 """Stopping a command from outside: Ctrl-C (SIGINT) and SIGTERM stop its worker processes
-with it, and a worker killed from outside is a clear error (real processes, Linux /proc)."""
+with it, also while Ray or Spark starts, and a worker killed from outside is a clear error
+(real processes, Linux /proc); and the signal helpers behind it (``ndlog.signals``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,98 @@ import sys
 import time
 from pathlib import Path
 
+import argparse
+import threading
+
 import pytest
+
+from ndlog.signals import handling, held
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+# -- ndlog.signals, in this process ---------------------------------------------------------
+
+class _Stop(Exception):
+    pass
+
+
+def _stop(signum, frame):
+    raise _Stop(signum)
+
+
+def test_held_acts_on_the_signal_once_the_block_ends():
+    ran = []
+    with pytest.raises(KeyboardInterrupt):
+        with held() as asked:
+            signal.raise_signal(signal.SIGINT)
+            ran.append(list(asked))             # the block went on
+    assert ran == [[signal.SIGINT]]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_held_puts_back_a_handler_the_block_replaced():
+    """PySpark installs its own Ctrl-C handler while its session starts."""
+    with handling(signal.SIGTERM, _stop):
+        with pytest.raises(_Stop):
+            with held():
+                signal.raise_signal(signal.SIGTERM)
+                signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        assert signal.getsignal(signal.SIGTERM) is _stop
+
+
+def test_held_leaves_an_ignored_signal_ignored():
+    with handling(signal.SIGINT, signal.SIG_IGN):
+        with held() as asked:
+            signal.raise_signal(signal.SIGINT)
+            signal.signal(signal.SIGINT, _stop)
+        assert asked == [] and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_held_lets_a_handler_that_returns_go_on_and_says_why_once(capsys):
+    seen = []
+    with handling(signal.SIGUSR1, lambda signum, frame: seen.append(signum)):
+        with held((signal.SIGUSR1,), note="waiting for the start") as asked:
+            signal.raise_signal(signal.SIGUSR1)
+            signal.raise_signal(signal.SIGUSR1)
+            assert seen == []
+    assert asked == [signal.SIGUSR1] * 2 and seen == [signal.SIGUSR1]
+    assert capsys.readouterr().err == "waiting for the start\n"
+
+
+def test_signal_helpers_change_nothing_outside_the_main_thread():
+    before = signal.getsignal(signal.SIGTERM)
+    out = []
+
+    def work():
+        with handling(signal.SIGTERM, _stop), held() as asked:
+            out.append((signal.getsignal(signal.SIGTERM), asked))
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert out == [(before, [])]
+
+
+def test_sigterm_turned_into_ctrl_c_by_native_code_still_ends_as_terminated(monkeypatch,
+                                                                           capsys):
+    """Ray's ``ray.get`` turns any exception a signal handler raised into a plain
+    KeyboardInterrupt; SIGTERM during a Ray run ended as 'interrupted', status 130."""
+    import psn.cli
+    from psn.cli import Terminated
+
+    def func(args):
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except Terminated:
+            raise KeyboardInterrupt from None
+    parser = argparse.ArgumentParser()
+    parser.set_defaults(func=func)
+    monkeypatch.setattr(psn.cli, "build_parser", lambda: parser)
+    assert psn.cli.main([]) == 143
+    assert capsys.readouterr().err == "psn: terminated\n"
+
+
+# -- real commands, stopped from outside --------------------------------------------------
 
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
@@ -107,3 +196,76 @@ def test_an_experiment_run_killed_from_outside_is_a_clear_error(tmp_path):
     err = proc.communicate(timeout=300)[1]
     assert proc.returncode == 2 and "a run's process died" in err and "Traceback" not in err
     assert _gone(kids)
+
+
+# -- starting Ray or Spark: an interrupt is held until the runtime is up, then acted on ----
+
+def _in_session(sid: int) -> list[tuple[int, str]]:
+    """The processes of session ``sid`` (pid, command line), zombies left out."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            out.append((int(d.name), cmd))
+    return out
+
+
+def _stop_while_starting(args: list[str], tmp_path: Path, starting: str, sig: int):
+    """Run ``psn args`` in a session of its own; once a process whose command line holds
+    ``starting`` runs in it, send ``sig``. Returns (exit status, stderr, processes of the
+    session still running 30 s after the command exited)."""
+    proc = subprocess.Popen([sys.executable, "-m", "psn", *args], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        for _ in range(600):
+            if any(starting in cmd for _, cmd in _in_session(proc.pid)):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"no {starting} process started")
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=120)[1]
+        for _ in range(300):
+            left = _in_session(proc.pid)
+            if not left:
+                break
+            time.sleep(0.1)
+        return proc.returncode, err, left
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("sig,status,said", [(signal.SIGINT, 130, "psn: interrupted"),
+                                             (signal.SIGTERM, 143, "psn: terminated")])
+def test_stopped_while_ray_starts_leaves_no_ray_process(tmp_path, sig, status, said):
+    """Ctrl-C or SIGTERM inside ``ray.init`` left Ray's dashboard and runtime-env agents
+    running, orphaned (and SIGTERM met Ray's own handler, which exited with status 15)."""
+    args = ["run", str(ROOT / "examples" / "reachable.ndl"), "--topology", "ts100",
+            "--engine", "ray", "--relation", "link"]
+    status_, err, left = _stop_while_starting(args, tmp_path, "raylet", sig)
+    assert status_ == status and said in err and "Traceback" not in err
+    assert "stopping once Ray has started" in err
+    assert left == []
+
+
+@pytest.mark.spark
+def test_interrupted_while_spark_starts_leaves_no_jvm(tmp_path):
+    """Ctrl-C while the Spark JVM started left it running, with a Java stack on stderr."""
+    program = ROOT / "tests" / "programs" / "reachable"
+    args = ["reference", str(program / "program.ndl"), "--facts", str(program / "facts.ndl")]
+    status, err, left = _stop_while_starting(args, tmp_path, "java", signal.SIGINT)
+    assert status == 130 and "psn: interrupted" in err
+    assert "stopping once the Spark session has started" in err
+    assert "Traceback" not in err and "Exception" not in err
+    assert left == []

@@ -10,6 +10,12 @@ Python workers (the few UDFs of ``sum``/``avg``) on this process's interpreter u
 ``PYSPARK_PYTHON`` says otherwise. The JVM itself still prints one "Using incubator
 modules" line on start. Any Spark cluster can be used instead by giving its master URL.
 
+Ctrl-C and SIGTERM are held back while the session starts and acted on once it has: an
+interrupt in the middle left the JVM running. Ctrl-C keeps its handler from before the
+session (PySpark's own, which cancels the running jobs by a call into the JVM from inside
+the handler, printed Python tracebacks when the interrupted code was itself in such a
+call).
+
 Deliberately not here: evaluation (see :mod:`psn.batch.spark`), and stopping the session
 behind the caller's back: the session lives until :func:`stop_session` or process exit.
 """
@@ -19,12 +25,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import socket
 import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from ndlog.signals import held
 
 __all__ = ["get_session", "stop_session", "check_master", "check_reachable",
            "DEFAULT_MASTER", "SHUFFLE_PARTITIONS"]
@@ -145,7 +152,6 @@ def get_session(master: str | None = None):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         session = _start(chosen, local)
         session.sparkContext.setLogLevel("ERROR")
-        _quiet_python_loggers()
         _SESSION, _MASTER = session, chosen
         return session
 
@@ -211,26 +217,18 @@ def _start(master: str, local: bool):
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
     check_reachable(master)
-    try:
-        session = _builder(master, local).getOrCreate()
-    except (PySparkException, Py4JError) as exc:
-        from ndlog.errors import EvaluationError
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise EvaluationError(f"could not start a Spark session on {master!r}: {first}",
-                              hint="check the master URL, and that Java 17 is installed "
-                                   "(java -version)") from exc
-    _plain_interrupts()
-    return session
-
-
-def _plain_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt again, as before the session started. PySpark's
-    own handler cancels the running jobs by a call into the JVM from inside the signal
-    handler; when the interrupted code was itself in such a call, that printed Python
-    tracebacks ('reentrant call') before the command could say it was interrupted."""
-    if threading.current_thread() is threading.main_thread() \
-            and signal.getsignal(signal.SIGINT) != signal.SIG_IGN:    # ignored stays so
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _quiet_python_loggers()
+    with held(note="psn: stopping once the Spark session has started (so that its JVM is "
+                   "not left running)"):
+        try:
+            return _builder(master, local).getOrCreate()
+        except (PySparkException, Py4JError) as exc:
+            from ndlog.errors import EvaluationError
+            first = (str(exc).strip().splitlines()[0] if str(exc).strip()
+                     else type(exc).__name__)
+            raise EvaluationError(f"could not start a Spark session on {master!r}: {first}",
+                                  hint="check the master URL, and that Java 17 is "
+                                       "installed (java -version)") from exc
 
 
 class _NotFromPy4J(logging.Filter):

@@ -15,9 +15,9 @@ import argparse
 import importlib
 import signal
 import sys
-import threading
 
 from ndlog.errors import PSNError
+from ndlog.signals import handling
 
 __all__ = ["main", "build_parser", "Terminated"]
 
@@ -28,8 +28,18 @@ class Terminated(KeyboardInterrupt):
     ran on without it)."""
 
 
-def _terminated(signum, frame):
-    raise Terminated()
+class _OnSigterm:
+    """The command's SIGTERM handler: raises :class:`Terminated`, and remembers that it
+    did, since code that waits in a runtime's native call (Ray's ``ray.get``) turns any
+    exception a handler raised into a plain KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.fired = False
+
+    def __call__(self, signum, frame):
+        self.fired = True
+        raise Terminated()
+
 
 #: subcommand modules, in the order ``psn --help`` lists them
 COMMANDS = ("eval_cmd", "localize_cmd", "run_cmd", "verify_cmd", "reference_cmd",
@@ -75,24 +85,21 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
-    try:
-        return int(args.func(args) or 0)
-    except PSNError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except Terminated:
-        print("psn: terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("psn: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    finally:
-        if previous is not None:        # None: not set from Python; then left as it is
-            signal.signal(signal.SIGTERM, previous)
+    sigterm = _OnSigterm()
+    with handling(signal.SIGTERM, sigterm):
+        try:
+            return int(args.func(args) or 0)
+        except PSNError as exc:
+            print(exc.render(), file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as exc:
+            if sigterm.fired or isinstance(exc, Terminated):
+                print("psn: terminated", file=sys.stderr)
+                return 143
+            print("psn: interrupted", file=sys.stderr)
+            return 130
+        except BrokenPipeError:
+            return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -32,6 +32,12 @@ of memory, a full object store, a timeout, a Ray system error) to one
 block of code. The time ``ray.init`` took is kept (:func:`startup_seconds`) so that
 benchmarks report Ray start-up separately from evaluation.
 
+Ctrl-C and SIGTERM are held back while ``ray.init`` runs (a few seconds locally) and acted
+on when it returns: interrupted in the middle, it left Ray's agents running with no one to
+stop them. Ray's own SIGTERM handlers for the driver are not installed: the handler from
+before ``ray.init`` stays (under ``psn``, SIGTERM stops the command as Ctrl-C does, and Ray
+is shut down on the way out).
+
 Deliberately not here: actors (``psn.distributed.actor``), runs and recovery
 (``psn.distributed.network``), command-line options (``psn.cli``).
 """
@@ -51,6 +57,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from ndlog.errors import EvaluationError, InputError, PSNError
+from ndlog.signals import held
 
 __all__ = ["start_ray", "stop_ray", "startup_seconds", "resolve_ray_address",
            "parse_ray_address", "RayAddress", "translate_ray_error", "ray_errors",
@@ -434,17 +441,41 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
     if ray.is_initialized():
         return 0.0
     t0 = time.perf_counter()
-    if target:
-        _join(ray, target)
-    else:
-        _loopback_only()
-        ray.init(address="local", num_cpus=num_cpus or LOCAL_CPUS, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", log_to_driver=False,
-                 configure_logging=False, object_store_memory=object_store_mb * 2**20,
-                 _system_config={"worker_niceness": 0})
-    _STATE["started"] = True
+    with held(note="psn: stopping once Ray has started (so that none of its processes "
+                   "are left running)"), _without_ray_sigterm_handlers():
+        if target:
+            _join(ray, target)
+        else:
+            _loopback_only()
+            ray.init(address="local", num_cpus=num_cpus or LOCAL_CPUS,
+                     include_dashboard=False, _node_ip_address="127.0.0.1",
+                     log_to_driver=False, configure_logging=False,
+                     object_store_memory=object_store_mb * 2**20,
+                     _system_config={"worker_niceness": 0})
+        _STATE["started"] = True
     _STATE["seconds"] = time.perf_counter() - t0
     return _STATE["seconds"]
+
+
+@contextmanager
+def _without_ray_sigterm_handlers() -> Iterator[None]:
+    """Ray's ``ray.init`` installs two SIGTERM handlers of its own in the driver (one
+    exits at once, leaving the half-started node's agents running); while PSN holds the
+    signal back (see the module docstring) they are not installed. Ray without this
+    function (another version): nothing changes."""
+    try:
+        from ray._private import utils
+    except ImportError:
+        utils = None
+    install = getattr(utils, "set_sigterm_handler", None)
+    if install is None:
+        yield
+        return
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = install
 
 
 def _join(ray, target: str) -> None:

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import signal
 import sys
-import threading
 from contextlib import nullcontext
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -32,6 +30,7 @@ from typing import Callable, Iterable
 
 from ndlog.errors import EvaluationError, InputError
 from ndlog.files import write_atomic
+from ndlog.signals import held
 
 from .runs import RunSpec, code_version, execute_run
 
@@ -153,57 +152,31 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
     pool is in use, since one arriving inside the pool's own code left it unable to shut
     down. A process that dies is an error naming the cause."""
     ctx = multiprocessing.get_context("spawn")
-    asked: list[int] = []
-    previous = _hold_signals(asked)
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
-                               max_tasks_per_child=1)
-    finished = False
-    try:
-        futures = {pool.submit(execute_run, spec.to_dict(), version): spec for spec in todo}
-        pending = set(futures)
-        while pending and not asked:
-            ready, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                done(futures[fut], fut.result())
-        finished = not pending
-    except BrokenProcessPool:
-        raise EvaluationError(
-            "a run's process died (killed from outside, or by the system when memory ran "
-            "out)", hint="the runs that finished are cached: the same command goes on "
-            "from there; --jobs 1 gives each run more of the machine's memory") from None
-    finally:
-        if not finished:
-            _stop_workers(pool)
-        pool.shutdown(wait=True)
-        _release_signals(previous, asked)
-
-
-def _hold_signals(asked: list) -> dict:
-    """Record SIGINT and SIGTERM in ``asked`` instead of acting on them (main thread
-    only, and not a signal the process ignores); the handlers they replaced."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.signal(sig, lambda signum, frame: asked.append(signum))
-            for sig in (signal.SIGINT, signal.SIGTERM)
-            if signal.getsignal(sig) not in (signal.SIG_IGN, None)}
-
-
-def _release_signals(previous: dict, asked: list) -> None:
-    """Put the handlers back, then act on the first signal held, as they would have: a
-    Python handler is called (KeyboardInterrupt, or the command's SIGTERM), the default
-    action taken; a handler that lets the program go on still gets KeyboardInterrupt,
-    since the runs were stopped."""
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
-    if not asked:
-        return
-    sig = asked[0]
-    handler = previous[sig]
-    if callable(handler):
-        handler(sig, None)
-    elif handler == signal.SIG_DFL:
-        signal.raise_signal(sig)
-    raise KeyboardInterrupt
+    with held() as asked:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
+                                   max_tasks_per_child=1)
+        finished = False
+        try:
+            futures = {pool.submit(execute_run, spec.to_dict(), version): spec
+                       for spec in todo}
+            pending = set(futures)
+            while pending and not asked:
+                ready, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in ready:
+                    done(futures[fut], fut.result())
+            finished = not pending
+        except BrokenProcessPool:
+            raise EvaluationError(
+                "a run's process died (killed from outside, or by the system when memory "
+                "ran out)", hint="the runs that finished are cached: the same command goes "
+                "on from there; --jobs 1 gives each run more of the machine's memory"
+            ) from None
+        finally:
+            if not finished:
+                _stop_workers(pool)
+            pool.shutdown(wait=True)
+        if asked:       # the runs were stopped: even a handler that lets the program go on
+            raise KeyboardInterrupt
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

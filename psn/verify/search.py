@@ -52,11 +52,11 @@ import multiprocessing
 import queue as queue_module
 import random
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
 
 from ndlog.errors import EvaluationError, InputError, PSNError
+from ndlog.signals import handling
 
 from .model import (Decision, Execution, Prune, Reference, RunResult, Transition, Violation,
                     tag_of)
@@ -550,14 +550,9 @@ def _start_quiet(procs: list) -> None:
     SIGTERM, and a worker that inherited the command's handler (psn.cli.Terminated)
     printed a traceback when stopped. Set around the fork, not in the worker, which
     could be stopped before its first line."""
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL) if main else None
-    try:
+    with handling(signal.SIGTERM, signal.SIG_DFL):
         for p in procs:
             p.start()
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
