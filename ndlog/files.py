@@ -7,8 +7,12 @@ either the previous file or none, never a truncated one that still parses (a CSV
 a complete row looks whole). A failure is an :class:`~ndlog.errors.InputError` naming the
 file.
 
-Deliberately not here: what is written (formats belong to their modules), locking between
-concurrent writers (the last rename wins, and each file is whole).
+A directory that one process at a time writes a set of files into (an experiment's
+output) is claimed with :func:`claimed_dir`: a second process is refused at once, naming the
+directory, instead of running the same work and interleaving its files with the first's.
+
+Deliberately not here: what is written (formats belong to their modules), locking of single
+files (the last rename wins, and each file is whole).
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ from typing import IO, Iterator
 
 from .errors import InputError
 
-__all__ = ["atomic_open", "write_atomic"]
+try:
+    import fcntl
+except ImportError:             # not POSIX: directories are not claimed
+    fcntl = None
+
+__all__ = ["atomic_open", "write_atomic", "claimed_dir", "CLAIM_FILE"]
+
+#: the file in a claimed directory whose lock marks the claim (it holds the claimant's pid)
+CLAIM_FILE = ".psn-lock"
 
 
 @contextmanager
@@ -83,3 +95,51 @@ def write_atomic(path: str | Path, text: str, what: str = "") -> None:
 def _error(path: Path, what: str, exc: OSError) -> InputError:
     return InputError(f"cannot write {what + ' ' if what else ''}'{path}': "
                       f"{exc.strerror or exc}")
+
+
+@contextmanager
+def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> Iterator[Path]:
+    """Claim the directory ``path`` (created if missing) for this process during the block.
+
+    The claim is an exclusive lock on ``path/.psn-lock``, which the system drops when the
+    process ends however it ends, so a stopped or killed run never leaves a stale claim.
+
+    Parameters
+    ----------
+    path:
+        The directory.
+    what:
+        What it is, for the error message (``"experiment output"``).
+    hint:
+        How to get past a claim by another process, for the error message.
+
+    Yields
+    ------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If another process holds the claim (naming it by pid), or the directory cannot be
+        created.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path / CLAIM_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise _error(path, what, exc) from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                by = f"process {holder}" if holder.isdigit() else "another process"
+                raise InputError(f"{what} {path} is in use by {by}", hint=hint) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield path
+    finally:
+        os.close(fd)

@@ -1,12 +1,17 @@
 """Output files are written whole or not at all (ndlog.files): an interrupted writer
-leaves the previous file and no temporary file beside it."""
+leaves the previous file and no temporary file beside it; a directory claimed by one
+process is refused to another."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 
 from ndlog.errors import InputError
-from ndlog.files import atomic_open, write_atomic
+from ndlog.files import CLAIM_FILE, atomic_open, claimed_dir, write_atomic
 from sim.metrics import StepResult, write_csv
 
 
@@ -44,3 +49,44 @@ def test_a_file_that_cannot_be_written_is_an_input_error_naming_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
     write_atomic(tmp_path / "ok.txt", "é\n")
     assert (tmp_path / "ok.txt").read_text(encoding="utf-8") == "é\n"
+
+
+def test_a_claimed_directory_refuses_a_second_claim_naming_the_holder(tmp_path):
+    out = tmp_path / "out"
+    with claimed_dir(out, "the experiment output", hint="write elsewhere"):
+        with pytest.raises(InputError, match=rf"output {out} is in use by process "
+                                             rf"{os.getpid()}") as err:
+            with claimed_dir(out, "the experiment output", hint="write elsewhere"):
+                pass
+        assert "write elsewhere" in err.value.render()
+    with claimed_dir(out) as again:           # released with the block
+        assert again == out and (out / CLAIM_FILE).exists()
+
+
+def test_a_claim_dies_with_its_process(tmp_path):
+    """A killed run leaves no stale claim behind: the system drops the lock."""
+    out = tmp_path / "out"
+    code = ("import sys, time; from ndlog.files import claimed_dir\n"
+            f"with claimed_dir({str(out)!r}):\n    print('held', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "held\n"
+        with pytest.raises(InputError, match=f"in use by process {proc.pid}"):
+            with claimed_dir(out):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+    with claimed_dir(out):
+        pass
+
+
+def test_two_experiments_into_one_directory_the_second_is_refused(tmp_path, capsys):
+    """Both ran every run and wrote their files over each other's."""
+    from psn.cli import main
+    out = tmp_path / "fig7"
+    with claimed_dir(out):
+        status = main(["experiment", "fig7", "--quick", "--no-progress", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert status == 2 and f"the experiment output {out} is in use by process" in err
+    assert "--output" in err and not (out / "cache").exists()

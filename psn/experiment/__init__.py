@@ -25,6 +25,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ndlog.files import claimed_dir
+
 from .executor import EXECUTORS, Cache, run_all
 from .figures import (EXPERIMENTS, SCALES, Claim, Config, Experiment, get_experiment,
                       make_config)
@@ -70,12 +72,21 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
     if report_only:
         records = _recorded(outdir, [i.spec for i in items])
         command = _previous_command(outdir) or command
-    else:
-        store = Cache(Path(cache) if cache is not None else outdir / "cache")
-        records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
-                          address=address, fresh=fresh, progress=progress, label=name)
-    return write_experiment(exp, cfg, items, records, outdir, command,
-                            None if report_only else time.perf_counter() - t0)
+    with _claimed(outdir):
+        if not report_only:
+            store = Cache(Path(cache) if cache is not None else outdir / "cache")
+            records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
+                              address=address, fresh=fresh, progress=progress, label=name)
+        return write_experiment(exp, cfg, items, records, outdir, command,
+                                None if report_only else time.perf_counter() - t0)
+
+
+def _claimed(outdir: Path):
+    """``outdir`` for this process alone: two runs into one directory both ran every run
+    and wrote their files over each other's."""
+    return claimed_dir(outdir, "the experiment output",
+                       hint="wait for that run to finish, or write this one elsewhere "
+                            "(--output)")
 
 
 def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
@@ -123,5 +134,6 @@ def run_experiments(names: list[str], cfg: Config, output: str | Path, *,
     (``output/cache``) and write ``output/index.md``."""
     outdir = Path(output)
     kw.setdefault("cache", outdir / "cache")
-    results = [run_experiment(n, cfg, outdir / n, command=command, **kw) for n in names]
-    return results, write_index(results, outdir, command)
+    with _claimed(outdir):
+        results = [run_experiment(n, cfg, outdir / n, command=command, **kw) for n in names]
+        return results, write_index(results, outdir, command)
