@@ -103,6 +103,9 @@ def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> It
 
     The claim is an exclusive lock on ``path/.psn-lock``, which the system drops when the
     process ends however it ends, so a stopped or killed run never leaves a stale claim.
+    The file itself stays (removing it would let a third process lock a new file while a
+    second still waits on the old one). On a file system without locks, and on a system
+    without ``fcntl``, the directory is used unclaimed.
 
     Parameters
     ----------
@@ -132,14 +135,21 @@ def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> It
         raise _error(path, what, exc) from None
     try:
         if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
-                by = f"process {holder}" if holder.isdigit() else "another process"
-                raise InputError(f"{what} {path} is in use by {by}", hint=hint) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            _claim(fd, path, what, hint)
         yield path
     finally:
         os.close(fd)
+
+
+def _claim(fd: int, path: Path, what: str, hint: str) -> None:
+    """Lock the open claim file ``fd`` and write this process's id into it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        by = f"process {holder}" if holder.isdigit() else "another process"
+        raise InputError(f"{what} {path} is in use by {by}", hint=hint) from None
+    except OSError:             # no locks on this file system (ENOLCK, EOPNOTSUPP)
+        return
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)

@@ -15,8 +15,8 @@ block started (their owners do that when the held signal is raised).
 
 from __future__ import annotations
 
+import os
 import signal
-import sys
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -48,17 +48,21 @@ def handling(sig: int, action: Callable | int) -> Iterator[None]:
     Outside the main thread nothing changes. A previous handler not set from Python
     (:func:`signal.getsignal` gives ``None``) cannot be put back and stays ``action``.
     """
-    previous = signal.signal(sig, action) if _main_thread() else None
+    if not _main_thread():
+        yield
+        return
+    previous = signal.getsignal(sig)
     try:
+        signal.signal(sig, action)
         yield
     finally:
         if previous is not None:
-            signal.signal(sig, previous)
+            _restore({sig: previous})
 
 
 @contextmanager
-def held(signals: tuple[int, ...] = STOPPING, note: str | None = None
-         ) -> Iterator[list[int]]:
+def held(signals: tuple[int, ...] = STOPPING, note: str | None = None,
+         again_now: bool = False) -> Iterator[list[int]]:
     """Hold ``signals`` back inside the block, then act on the first one that came.
 
     While the block runs, a signal that comes is only recorded. When the block ends
@@ -66,9 +70,10 @@ def held(signals: tuple[int, ...] = STOPPING, note: str | None = None
     including one the block's code replaced (PySpark installs its own Ctrl-C handler when
     its session starts). Then the first signal recorded is acted on as its handler would
     have done: a Python handler is called (Ctrl-C raises KeyboardInterrupt), the default
-    action is taken (SIGTERM ends the process). A handler that returns lets the program go
-    on; a caller that stopped its work because of the signal raises KeyboardInterrupt
-    itself.
+    action is taken (SIGTERM ends the process). An exception the handler raises replaces
+    the block's own, which it keeps as its ``__context__``. A handler that returns lets
+    the program go on; a caller that stopped its work because of the signal raises
+    KeyboardInterrupt itself.
 
     Parameters
     ----------
@@ -76,8 +81,11 @@ def held(signals: tuple[int, ...] = STOPPING, note: str | None = None
         The signals to hold (default: SIGINT and SIGTERM). One the process ignores stays
         ignored, and one whose handler was not set from Python is not held.
     note:
-        Printed on stderr when the first signal comes, to say why the program goes on for
+        Written on stderr when the first signal comes, to say why the program goes on for
         a while (``"psn: stopping once Ray has started"``).
+    again_now:
+        Act on a second signal at once, inside the block: a way out when the block hangs
+        (a start-up that waits on a network peer), at the price of what holding avoids.
 
     Yields
     ------
@@ -86,30 +94,51 @@ def held(signals: tuple[int, ...] = STOPPING, note: str | None = None
 
     Notes
     -----
-    Outside the main thread nothing is held, and the list stays empty.
+    Outside the main thread nothing is held, and the list stays empty. Handlers are
+    swapped so that a signal arriving in the middle of the swap (its handler raising
+    between two of them) still leaves every one put back.
     """
     asked: list[int] = []
     if not _main_thread():
         yield asked
         return
-
-    def record(signum: int, frame) -> None:
-        if note and not asked:
-            print(note, file=sys.stderr, flush=True)
-        asked.append(signum)
-
     previous = {sig: signal.getsignal(sig) for sig in signals}
     previous = {sig: h for sig, h in previous.items() if h is not None}
-    for sig, handler in previous.items():
-        if handler != signal.SIG_IGN:
-            signal.signal(sig, record)
+    acted: list[int] = []
+
+    def record(signum: int, frame) -> None:
+        asked.append(signum)
+        if len(asked) == 1 and note:
+            os.write(2, (note + "\n").encode())   # not print: a handler may interrupt one
+        elif len(asked) > 1 and again_now and not acted:
+            acted.append(signum)
+            _act(signum, previous[signum])
+
     try:
+        for sig, handler in previous.items():
+            if handler != signal.SIG_IGN:
+                signal.signal(sig, record)
         yield asked
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if asked:
+        _restore(previous)
+        if asked and not acted:
             _act(asked[0], previous[asked[0]])
+
+
+def _restore(handlers: dict) -> None:
+    """Install ``handlers`` (signal -> handler), every one of them even when a signal
+    handler raises in between (one just put back, acting on a signal that came meanwhile;
+    at most one per signal is pending); then the first such exception is raised."""
+    raised = None
+    for sig, handler in handlers.items():
+        for _ in range(len(handlers) + 1):
+            try:
+                signal.signal(sig, handler)
+                break
+            except BaseException as exc:    # a handler's exception: finish the swap first
+                raised = raised or exc
+    if raised is not None:
+        raise raised
 
 
 def _act(sig: int, handler) -> None:

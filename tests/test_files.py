@@ -90,3 +90,21 @@ def test_two_experiments_into_one_directory_the_second_is_refused(tmp_path, caps
     err = capsys.readouterr().err
     assert status == 2 and f"the experiment output {out} is in use by process" in err
     assert "--output" in err and not (out / "cache").exists()
+
+
+def test_a_file_system_without_locks_leaves_the_directory_unclaimed(tmp_path, monkeypatch):
+    """Refusing there would refuse every run; each file is still written whole."""
+    import errno
+
+    import ndlog.files
+
+    class NoLocks:
+        LOCK_EX = LOCK_NB = 0
+
+        @staticmethod
+        def flock(fd, op):
+            raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(ndlog.files, "fcntl", NoLocks)
+    with claimed_dir(tmp_path / "out") as out, claimed_dir(out):
+        write_atomic(out / "report.md", "whole")
+    assert (out / "report.md").read_text() == "whole"

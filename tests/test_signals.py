@@ -59,7 +59,7 @@ def test_held_leaves_an_ignored_signal_ignored():
         assert asked == [] and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
 
 
-def test_held_lets_a_handler_that_returns_go_on_and_says_why_once(capsys):
+def test_held_lets_a_handler_that_returns_go_on_and_says_why_once(capfd):
     seen = []
     with handling(signal.SIGUSR1, lambda signum, frame: seen.append(signum)):
         with held((signal.SIGUSR1,), note="waiting for the start") as asked:
@@ -67,7 +67,52 @@ def test_held_lets_a_handler_that_returns_go_on_and_says_why_once(capsys):
             signal.raise_signal(signal.SIGUSR1)
             assert seen == []
     assert asked == [signal.SIGUSR1] * 2 and seen == [signal.SIGUSR1]
-    assert capsys.readouterr().err == "waiting for the start\n"
+    assert capfd.readouterr().err == "waiting for the start\n"
+
+
+def test_held_acts_at_once_on_a_second_signal_when_asked_to():
+    """A way out of a start-up that hangs (a peer that accepts and never answers)."""
+    after = []
+    with pytest.raises(KeyboardInterrupt):
+        with held(again_now=True) as asked:
+            signal.raise_signal(signal.SIGINT)
+            after.append(1)
+            signal.raise_signal(signal.SIGINT)
+            after.append(2)
+    assert after == [1] and asked == [signal.SIGINT] * 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_held_signal_replaces_the_blocks_exception_and_keeps_it():
+    with pytest.raises(KeyboardInterrupt) as caught:
+        with held():
+            signal.raise_signal(signal.SIGINT)
+            raise ValueError("the block failed")
+    assert isinstance(caught.value.__context__, ValueError)
+
+
+@pytest.mark.parametrize("raising_call", [1, 2, 3, 4])
+def test_held_puts_every_handler_back_when_a_signal_cuts_into_the_swap(monkeypatch,
+                                                                      raising_call):
+    """A signal whose handler raises between two swaps (calls 1-2 install the holding
+    handler, 3-4 put the old ones back) left the holding handler installed for good, so
+    Ctrl-C or SIGTERM was ignored from then on."""
+    real, calls = signal.signal, []
+
+    def cut_in(sig, handler):
+        out = real(sig, handler)
+        calls.append(sig)
+        if len(calls) == raising_call:
+            raise KeyboardInterrupt          # the handler just swapped in, acting
+        return out
+    with handling(signal.SIGTERM, _stop):
+        monkeypatch.setattr(signal, "signal", cut_in)
+        with pytest.raises(KeyboardInterrupt):
+            with held():
+                pass
+        monkeypatch.undo()
+        assert signal.getsignal(signal.SIGTERM) is _stop
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_signal_helpers_change_nothing_outside_the_main_thread():
@@ -216,20 +261,26 @@ def _in_session(sid: int) -> list[tuple[int, str]]:
     return out
 
 
-def _stop_while_starting(args: list[str], tmp_path: Path, starting: str, sig: int):
-    """Run ``psn args`` in a session of its own; once a process whose command line holds
-    ``starting`` runs in it, send ``sig``. Returns (exit status, stderr, processes of the
-    session still running 30 s after the command exited)."""
-    proc = subprocess.Popen([sys.executable, "-m", "psn", *args], cwd=tmp_path,
+def _runs(name: str):
+    """``ready`` for :func:`_stop_when`: a process whose command line holds ``name`` runs
+    in the session."""
+    return lambda sid: any(name in cmd for _, cmd in _in_session(sid))
+
+
+def _stop_when(args: list[str], tmp_path: Path, ready, sig: int):
+    """Run ``python args`` in a session of its own; once ``ready(session id)``, send
+    ``sig``. Returns (exit status, stderr, processes of the session still running 30 s
+    after the command exited)."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        for _ in range(600):
-            if any(starting in cmd for _, cmd in _in_session(proc.pid)):
+        for _ in range(1200):
+            if ready(proc.pid) or proc.poll() is not None:
                 break
             time.sleep(0.05)
         else:
-            pytest.fail(f"no {starting} process started")
+            pytest.fail("the command never got ready to be stopped")
         proc.send_signal(sig)
         err = proc.communicate(timeout=120)[1]
         for _ in range(300):
@@ -251,9 +302,9 @@ def _stop_while_starting(args: list[str], tmp_path: Path, starting: str, sig: in
 def test_stopped_while_ray_starts_leaves_no_ray_process(tmp_path, sig, status, said):
     """Ctrl-C or SIGTERM inside ``ray.init`` left Ray's dashboard and runtime-env agents
     running, orphaned (and SIGTERM met Ray's own handler, which exited with status 15)."""
-    args = ["run", str(ROOT / "examples" / "reachable.ndl"), "--topology", "ts100",
-            "--engine", "ray", "--relation", "link"]
-    status_, err, left = _stop_while_starting(args, tmp_path, "raylet", sig)
+    args = ["-m", "psn", "run", str(ROOT / "examples" / "reachable.ndl"), "--topology",
+            "ts100", "--engine", "ray", "--relation", "link"]
+    status_, err, left = _stop_when(args, tmp_path, _runs("raylet"), sig)
     assert status_ == status and said in err and "Traceback" not in err
     assert "stopping once Ray has started" in err
     assert left == []
@@ -263,9 +314,32 @@ def test_stopped_while_ray_starts_leaves_no_ray_process(tmp_path, sig, status, s
 def test_interrupted_while_spark_starts_leaves_no_jvm(tmp_path):
     """Ctrl-C while the Spark JVM started left it running, with a Java stack on stderr."""
     program = ROOT / "tests" / "programs" / "reachable"
-    args = ["reference", str(program / "program.ndl"), "--facts", str(program / "facts.ndl")]
-    status, err, left = _stop_while_starting(args, tmp_path, "java", signal.SIGINT)
+    args = ["-m", "psn", "reference", str(program / "program.ndl"), "--facts",
+            str(program / "facts.ndl")]
+    status, err, left = _stop_when(args, tmp_path, _runs("java"), signal.SIGINT)
     assert status == 130 and "psn: interrupted" in err
     assert "stopping once the Spark session has started" in err
     assert "Traceback" not in err and "Exception" not in err
     assert left == []
+
+
+_SCRIPT = """
+import sys, time
+from psn.distributed import start_ray
+start_ray()
+open("up", "w").close()
+time.sleep(120)
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("when", ["starting", "up"])
+def test_sigterm_to_a_script_that_started_ray_leaves_no_ray_process(tmp_path, when):
+    """A program of one's own (no psn command, SIGTERM at its default action): the
+    default action ended it at once, with Ray's agents left running."""
+    (tmp_path / "script.py").write_text(_SCRIPT)
+    up = tmp_path / "up"
+    ready = _runs("raylet") if when == "starting" else (lambda sid: up.exists())
+    status, err, left = _stop_when(["script.py"], tmp_path, ready, signal.SIGTERM)
+    assert status == 143 and left == [] and "Traceback" not in err
+    assert up.exists() == (when == "up")        # held during ray.init, acted on after

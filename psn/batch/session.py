@@ -11,10 +11,11 @@ Python workers (the few UDFs of ``sum``/``avg``) on this process's interpreter u
 modules" line on start. Any Spark cluster can be used instead by giving its master URL.
 
 Ctrl-C and SIGTERM are held back while the session starts and acted on once it has: an
-interrupt in the middle left the JVM running. Ctrl-C keeps its handler from before the
-session (PySpark's own, which cancels the running jobs by a call into the JVM from inside
-the handler, printed Python tracebacks when the interrupted code was itself in such a
-call).
+interrupt in the middle left the JVM running. A second Ctrl-C acts at once (a way out of a
+start-up that hangs). Ctrl-C keeps the handler it had before the session, rather than
+PySpark's own: that one cancels the running jobs by a call into the JVM from inside the
+handler, which printed Python tracebacks when the interrupted code was itself in such a
+call.
 
 Deliberately not here: evaluation (see :mod:`psn.batch.spark`), and stopping the session
 behind the caller's back: the session lives until :func:`stop_session` or process exit.
@@ -218,8 +219,8 @@ def _start(master: str, local: bool):
     from pyspark.errors import PySparkException
     check_reachable(master)
     _quiet_python_loggers()
-    with held(note="psn: stopping once the Spark session has started (so that its JVM is "
-                   "not left running)"):
+    with held(note="psn: stopping once the Spark session has started, so that its JVM is "
+                   "not left running (Ctrl-C again stops at once)", again_now=True):
         try:
             return _builder(master, local).getOrCreate()
         except (PySparkException, Py4JError) as exc:

@@ -34,9 +34,11 @@ benchmarks report Ray start-up separately from evaluation.
 
 Ctrl-C and SIGTERM are held back while ``ray.init`` runs (a few seconds locally) and acted
 on when it returns: interrupted in the middle, it left Ray's agents running with no one to
-stop them. Ray's own SIGTERM handlers for the driver are not installed: the handler from
-before ``ray.init`` stays (under ``psn``, SIGTERM stops the command as Ctrl-C does, and Ray
-is shut down on the way out).
+stop them. A second Ctrl-C acts at once (a way out of a start-up that hangs). Ray's own
+SIGTERM handlers for the driver are not installed: the handler from before ``ray.init``
+stays (under ``psn``, SIGTERM stops the command as Ctrl-C does), and a program that left
+SIGTERM at its default action gets one that exits through ``SystemExit`` instead, so that
+Ray is shut down on the way out either way.
 
 Deliberately not here: actors (``psn.distributed.actor``), runs and recovery
 (``psn.distributed.network``), command-line options (``psn.cli``).
@@ -47,6 +49,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -441,8 +444,10 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
     if ray.is_initialized():
         return 0.0
     t0 = time.perf_counter()
-    with held(note="psn: stopping once Ray has started (so that none of its processes "
-                   "are left running)"), _without_ray_sigterm_handlers():
+    _sigterm_exits()
+    with held(note="psn: stopping once Ray has started, so that none of its processes "
+                   "are left running (Ctrl-C again stops at once)", again_now=True), \
+            _without_ray_sigterm_handlers():
         if target:
             _join(ray, target)
         else:
@@ -457,12 +462,28 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
     return _STATE["seconds"]
 
 
+def _sigterm_exits() -> None:
+    """In a program that leaves SIGTERM at its default action (a script, a notebook; not
+    the ``psn`` command, which has its own handler), SIGTERM raises ``SystemExit(143)``
+    from now on, as Ray's own driver handler did (with status 15): ``finally`` blocks and
+    Ray's shutdown at exit run, where the default action ended the process and left Ray's
+    processes running. Main thread only."""
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _exit_on_sigterm(signum, frame):
+    sys.exit(128 + signum)
+
+
 @contextmanager
 def _without_ray_sigterm_handlers() -> Iterator[None]:
-    """Ray's ``ray.init`` installs two SIGTERM handlers of its own in the driver (one
-    exits at once, leaving the half-started node's agents running); while PSN holds the
-    signal back (see the module docstring) they are not installed. Ray without this
-    function (another version): nothing changes."""
+    """Ray's ``ray.init`` installs two SIGTERM handlers of its own in the driver: one
+    exits at once, leaving the half-started node's agents running, and the handler from
+    before ``ray.init`` (the command's, or :func:`_sigterm_exits`'s) is kept instead, so
+    they are not installed. Ray without this function (another version): nothing
+    changes."""
     try:
         from ray._private import utils
     except ImportError:

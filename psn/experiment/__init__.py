@@ -69,11 +69,13 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
     outdir = Path(output)
     t0 = time.perf_counter()
     items = exp.plan(cfg)
-    if report_only:
-        records = _recorded(outdir, [i.spec for i in items])
-        command = _previous_command(outdir) or command
-    with _claimed(outdir):
-        if not report_only:
+    if report_only and not outdir.is_dir():
+        _recorded(outdir, [i.spec for i in items])     # refused, without making the dir
+    with _claimed(outdir, report_only):
+        if report_only:
+            records = _recorded(outdir, [i.spec for i in items])
+            command = _previous_command(outdir) or command
+        else:
             store = Cache(Path(cache) if cache is not None else outdir / "cache")
             records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
                               address=address, fresh=fresh, progress=progress, label=name)
@@ -81,12 +83,12 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
                                 None if report_only else time.perf_counter() - t0)
 
 
-def _claimed(outdir: Path):
+def _claimed(outdir: Path, report_only: bool = False):
     """``outdir`` for this process alone: two runs into one directory both ran every run
     and wrote their files over each other's."""
     return claimed_dir(outdir, "the experiment output",
-                       hint="wait for that run to finish, or write this one elsewhere "
-                            "(--output)")
+                       hint="wait for that run to finish" + (
+                           "" if report_only else ", or write this one elsewhere (--output)"))
 
 
 def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:

@@ -56,7 +56,7 @@ import time
 from dataclasses import dataclass, field
 
 from ndlog.errors import EvaluationError, InputError, PSNError
-from ndlog.signals import handling
+from ndlog.signals import handling, held
 
 from .model import (Decision, Execution, Prune, Reference, RunResult, Transition, Violation,
                     tag_of)
@@ -549,8 +549,11 @@ def _start_quiet(procs: list) -> None:
     """Fork ``procs`` with SIGTERM's default action: the parent stops its workers with
     SIGTERM, and a worker that inherited the command's handler (psn.cli.Terminated)
     printed a traceback when stopped. Set around the fork, not in the worker, which
-    could be stopped before its first line."""
-    with handling(signal.SIGTERM, signal.SIG_DFL):
+    could be stopped before its first line. Ctrl-C is held meanwhile: one that came while
+    the parent ran the fork's own hooks was dropped there ('Exception ignored'), and the
+    search went on for its whole budget (a worker inherits the holding handler, and is
+    stopped by SIGTERM)."""
+    with held((signal.SIGINT,)), handling(signal.SIGTERM, signal.SIG_DFL):
         for p in procs:
             p.start()
 
