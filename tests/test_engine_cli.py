@@ -187,3 +187,19 @@ def test_a_stopped_run_keeps_the_metrics_of_its_finished_steps(tmp_path, capsys)
     assert "stopped in step 1 (insert 1)" in out
     steps = json.loads(metrics.read_text())["steps"]
     assert [s["label"] for s in steps] == ["insert 0.2"] and steps[0]["inserted"] > 0
+
+
+def test_output_into_a_closed_pipe_is_not_success(tmp_path):
+    """``psn ... | true`` exited 0 even when the command would have failed (a check that
+    found differences exits 1): now 141, as for a program SIGPIPE ended, and quietly."""
+    import subprocess
+    import sys
+    facts = tmp_path / "ring.ndl"
+    facts.write_text("".join(f"link(@{i}, {i % 300 + 1}).\n" for i in range(1, 301)))
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "psn", "eval",
+                             str(root / "examples" / "reachable.ndl"), "--facts", str(facts)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                        # the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -78,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit status: the subcommand's; 2 for a user's mistake or no subcommand
         (argparse exits with 2 on a bad option); 130 when interrupted (Ctrl-C), 143 when
-        terminated (SIGTERM); 0 when the output pipe closed early.
+        terminated (SIGTERM); 141 when the output pipe closed early (as for a program
+        that SIGPIPE ended: the command's own status, e.g. a failed check's 1, was never
+        reached, and 0 let that pass in a pipeline).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -99,7 +102,19 @@ def main(argv: list[str] | None = None) -> int:
             print("psn: interrupted", file=sys.stderr)
             return 130
         except BrokenPipeError:
-            return 0
+            _discard_stdout()
+            return 141
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device: what is still buffered for the closed
+    pipe is dropped instead of failing again at exit ('Exception ignored')."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):   # no file descriptor behind stdout: nothing to flush
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
