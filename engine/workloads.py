@@ -109,6 +109,11 @@ class WorkloadContext:
     # -- links -----------------------------------------------------------------------------
     def link_tuples(self, u: int, v: int) -> list[tuple]:
         """``link`` tuples of the undirected link ``u-v``, both directions."""
+        if getattr(self.topology, "kind", "") == "sensor-grid":
+            raise InputError("this workload changes links, but a sensor grid gives no "
+                             "link facts: its links are nbr facts, which 'all' and "
+                             "'sensors' load", hint="drop the link phases, or run the "
+                             "program on a network topology (ts100, dense, ring, ...)")
         if self.link_arity is None:
             raise InputError("this workload changes links, but the program has no "
                              "link predicate")
@@ -278,6 +283,12 @@ class LoadAll(Phase):
         if topo.kind == "sensor-grid":
             facts = {p: list(ts) for p, ts in topo.facts().items()
                      if not ctx.uses or p in ctx.uses}
+            if not facts:
+                raise InputError(
+                    f"the program reads none of the sensor grid's facts "
+                    f"({', '.join(topo.facts())})", hint="a sensor grid's links are "
+                    "nbr(@X, Y) facts, not link; write the program over them, or run it "
+                    "on a network topology (ts100, dense, ring, ...)")
         else:
             facts = {"link": [t for u, v in ctx.all_links() for t in ctx.link_tuples(u, v)]}
         yield Step("load all", insert=facts)

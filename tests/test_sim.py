@@ -392,3 +392,31 @@ def test_a_busy_worker_keeps_channel_order():
     assert [u[2][0] for _, _, u in got] == [1, 2]
     assert all(t == pytest.approx(0.015) for t, _, _ in got)
     assert tr.deferred == 2
+
+
+def test_a_program_that_reads_none_of_a_sensor_grids_facts_is_refused():
+    """reachable on a sensor grid loaded nothing (its links are nbr facts, not link), ran
+    zero messages and passed its checks."""
+    from pathlib import Path
+
+    import psn
+    from sim import Simulation
+    root = Path(__file__).resolve().parent.parent
+    grid = make("sensor-grid")
+    sim = Simulation(psn.parse((root / "examples" / "reachable.ndl").read_text()), grid)
+    with pytest.raises(InputError, match=r"reads none of the sensor grid's facts "
+                                         r"\(sensor, nbr, seed, sink\)") as err:
+        sim.run_workload("all")
+    assert "nbr(@X, Y)" in err.value.render() and sim.steps == []
+
+
+def test_link_phases_on_a_sensor_grid_are_refused():
+    from pathlib import Path
+
+    import psn
+    from sim import Simulation
+    root = Path(__file__).resolve().parent.parent
+    region = psn.parse((root / "tests" / "programs" / "region" / "program.ndl").read_text())
+    sim = Simulation(region, make("sensor-grid"))
+    with pytest.raises(InputError, match="a sensor grid gives no link facts"):
+        sim.run_workload("all; delete-links:3")
