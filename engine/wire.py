@@ -8,7 +8,8 @@ node and worker boundaries in the scheme's serialized form (``scheme.serialize``
 Layout: a msgpack array of updates; each update is ``[sign, pred, tuple]`` or
 ``[sign, pred, tuple, annotation]`` when the scheme ships one. NDlog values are ints, floats
 (``infinity`` included), strings and tuples (NDlog lists); arrays decode as tuples
-(``use_list=False``), so a list value comes back as the same tuple.
+(``use_list=False``), so a list value comes back as the same tuple. An integer beyond
+msgpack's 64 bits is an extension type (:mod:`ndlog.packing`).
 
 Deliberately not here: batching policy, compression, framing (the transports).
 """
@@ -17,17 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-import msgpack
-
 from ndlog.errors import InputError
+from ndlog.packing import packb, unpackb
 
 __all__ = ["encode_updates", "decode_updates", "encoded_size", "packed_items_size", "Codec"]
-
-
-def _pack_default(obj):
-    if isinstance(obj, (frozenset, set)):
-        return list(obj)
-    raise TypeError(f"cannot encode {type(obj).__name__} on the wire")
 
 
 def encode_updates(updates: Iterable[tuple], scheme=None, ctx=None) -> bytes:
@@ -61,7 +55,7 @@ def _encode(updates, scheme, ctx, measure: bool) -> tuple[bytes, int]:
 
 def _packb(obj) -> bytes:
     try:
-        return msgpack.packb(obj, use_bin_type=True, default=_pack_default)
+        return packb(obj)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(f"value cannot be sent on the wire: {exc}") from None
 
@@ -69,7 +63,7 @@ def _packb(obj) -> bytes:
 def decode_updates(data: bytes, scheme=None, ctx=None) -> list[tuple]:
     """Inverse of :func:`encode_updates`, building annotations in the *receiver's* ``ctx``
     (a missing annotation decodes as ``scheme.deserialize(ctx, None)``)."""
-    rows = msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
+    rows = unpackb(data)
     out = []
     de = scheme.deserialize if scheme is not None else None
     for row in rows:

@@ -71,9 +71,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack
-
 from ndlog.errors import EvaluationError
+from ndlog.packing import packb
 
 from .base import NO_FIRE, AnnotationScheme
 
@@ -440,7 +439,7 @@ class _Coordinator:
         self._advance(delay)
 
     def _count(self, src, worker, payload, dst) -> None:
-        size = len(msgpack.packb(payload, use_bin_type=True))
+        size = len(packb(payload))
         self.transport.metrics.message(src, worker, 0, size, 0, True)
         counters = getattr(self.transport, "counters", None)     # the simulator's tallies
         if counters is not None and hasattr(counters, "record_send"):

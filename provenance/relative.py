@@ -109,9 +109,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack
-
 from ndlog.errors import EvaluationError
+from ndlog.packing import packb
 
 from .base import NO_FIRE, AnnotationScheme
 from .multiset import MultisetAlgebra
@@ -615,7 +614,7 @@ def _barrier(host, nodes: list, what: str, counters: dict) -> None:
 def _count(transport, src, wsrc, dst, wdst, payload) -> int:
     """Count one message of the protocol on the transport's traffic (and the simulator's
     tallies); returns its size in bytes."""
-    size = len(msgpack.packb(payload, use_bin_type=True, default=list))
+    size = len(packb(payload))
     transport.metrics.message(src, wsrc, 0, size, 0, wsrc != wdst)
     tallies = getattr(transport, "counters", None)           # the simulator's
     if tallies is not None and hasattr(tallies, "record_send"):

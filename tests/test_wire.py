@@ -13,7 +13,7 @@ from engine.transport import InMemoryTransport, Placement
 from engine.wire import (Codec, decode_updates, encode_updates, encoded_size,
                          packed_items_size)
 
-VALUES = [0, -7, 2**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
+VALUES = [0, -7, 2**40, 2**64, -2**63 - 1, 10**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
           (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]
 
 
@@ -50,9 +50,33 @@ def test_derivation_h_is_shipped_as_indices():
     assert full - none == 2  # two small integers, not two facts
 
 
-def test_unencodable_value_is_an_input_error():
-    with pytest.raises(InputError):
+def test_unencodable_value_is_an_input_error_naming_it():
+    with pytest.raises(InputError, match=r"cannot encode <object object at .*> \(object\)"):
         encode_updates([(1, "p", (object(),), None)])
+
+
+def test_integers_beyond_64_bits_cross_every_wire():
+    """NDlog integers have arbitrary precision: psn eval took them, while psn run and
+    psn verify failed with 'cannot encode int on the wire'."""
+    from ndlog.packing import packb, unpackb
+    from psn.distributed.shard import pack, unpack
+    big = (2**64, -2**63 - 1, -(10**30), (2**100, "x"))
+    assert unpackb(packb(big)) == big and unpack(pack([[7, big]])) == ((7, big),)
+    assert decode_updates(encode_updates([(1, "p", big, None)])) == [(1, "p", big, None)]
+
+
+def test_a_run_on_integers_beyond_64_bits_agrees_with_the_reference():
+    import psn
+    from engine import Network
+    program = psn.parse("r1 reachable(@S, D) :- link(@S, D).\n"
+                        "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).\n")
+    nodes = [1, 2**64, -2**70, 3]
+    links = [(a, b) for a, b in zip(nodes, nodes[1:])]
+    net = Network(program, {"link": links}, annotation="absorption", delivery="random",
+                  seed=1)
+    net.run()
+    assert net.relations()["reachable"] == psn.evaluate(program, {"link": links})["reachable"]
+    assert (1, 3) in net.relations()["reachable"] and net.metrics["bytes_sent"] > 0
 
 
 def test_transport_counts_encoded_bytes_per_node_and_worker():

@@ -22,23 +22,23 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgpack
-
 from engine import Host
 from engine.placement import Placement
 from engine.transport import LogicalClock, Meter, Metered
+from ndlog.packing import packb, unpackb
 
 __all__ = ["Shard", "ShardTransport", "pack", "unpack"]
 
 
 def pack(obj) -> bytes:
-    """msgpack, bytes kept as bytes (the one encoding of everything between processes)."""
-    return msgpack.packb(obj, use_bin_type=True)
+    """msgpack, bytes kept as bytes (the one encoding of everything between processes;
+    NDlog values as :mod:`ndlog.packing` writes them)."""
+    return packb(obj)
 
 
 def unpack(data: bytes):
     """Inverse of :func:`pack`; arrays decode as tuples (NDlog values, node ids)."""
-    return msgpack.unpackb(data, use_list=False, raw=False, strict_map_key=False)
+    return unpackb(data)
 
 
 class ShardTransport(Metered):
