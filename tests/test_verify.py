@@ -320,7 +320,17 @@ def test_budget_and_scope_parsing():
     with pytest.raises(psn.InputError, match="batch"):
         Scope.parse("batch=0")
     with pytest.raises(psn.InputError, match="unknown verify mode"):
-        psn.verify(REACH, mode="thorough")
+        psn.verify(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], mode="thorough")
+
+
+def test_nothing_to_verify_is_refused():
+    """Without bursts, the facts are delivered in one order: the report said
+    'reorder-tolerant ... every delivery order explored' after exploring nothing."""
+    with pytest.raises(psn.InputError, match="nothing to verify") as err:
+        psn.verify(REACH, {"link": [(1, 2), (2, 3)]})
+    assert "--scope facts" in err.value.render()
+    explored = psn.verify(REACH, {"link": [(1, 2), (2, 3)]}, scope="facts")
+    assert explored.ok and explored.complete and explored.schedules > 1
 
 
 def test_unknown_fact_in_a_burst_is_an_input_error():

@@ -267,7 +267,8 @@ class Problem:
         Raises
         ------
         InputError
-            For a malformed fact or update.
+            For a malformed fact or update, or nothing to verify (no bursts, and a scope
+            that delivers the facts in one order).
         """
         from engine.network import parse_update
         from ndlog.parser import as_program
@@ -294,6 +295,11 @@ class Problem:
             burst_updates.append(tuple(parse_update(u) for u in burst))
         if not isinstance(scope, Scope):
             scope = Scope.parse(scope)
+        if not burst_updates and not scope.facts:
+            raise InputError("nothing to verify: no bursts, and the initial facts are "
+                             "delivered in one order (FIFO)",
+                             hint="give the updates to verify as bursts (--burst FILE), or "
+                                  "explore the facts' delivery orders too (--scope facts)")
         if not isinstance(annotation, str):
             annotation = copy.deepcopy(annotation)      # a pristine template
         if "aggsel" in options:
