@@ -147,7 +147,8 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
 
     ``workers`` is ``None``/``0``/``"node"`` (one per node) or a positive integer;
     ``map_file`` is a text file of ``node worker`` pairs (one per line, ``#`` comments;
-    integer-looking names become ints).
+    integer-looking names become ints). A node placed on two lines is an
+    :class:`~ndlog.errors.InputError` naming the file and both lines.
     """
     if workers in (None, 0, "node", "nodes"):
         n = None
@@ -160,6 +161,7 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
         if n < 1:
             raise InputError(f"workers (--workers) must be at least 1, not {n}")
     mapping = {}
+    lines_of = {}                   # node -> the line that placed it, for a repeat
     if map_file:
         try:
             lines = open(map_file).read().splitlines()
@@ -173,7 +175,13 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
             if len(parts) != 2:
                 raise InputError(f"{map_file}:{i}: expected 'node worker', got {line!r}")
             node, worker = (_atom(p) for p in parts)
+            if node in mapping:
+                raise InputError(f"{map_file}:{i}: node {node!r} is placed twice (line "
+                                 f"{lines_of[node]}: worker {mapping[node]!r}, line {i}: "
+                                 f"worker {worker!r})",
+                                 hint="give each node one line of the placement map")
             mapping[node] = worker
+            lines_of[node] = i
     return Placement(n, mapping)
 
 

@@ -144,6 +144,17 @@ def test_a_placement_map_outside_the_workers_is_refused_on_every_engine(files, c
         _placement({"a": 5, "b": "x"}, 2)              # what Ray's driver checks
 
 
+def test_a_node_placed_twice_in_a_placement_map_is_refused(files, capsys):
+    """A placement map that names a node on two lines was accepted (the last line won)."""
+    path = files / "map.txt"
+    path.write_text("# node worker\n1 0\n2 1\n1 1\n")
+    assert main(["run", str(files / "p.ndl"), "--topology", "ring", "--workers", "2",
+                 "--placement-map", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:4: node 1 is placed twice (line 2: worker 0, line 4: worker 1)" in err
+    assert "Traceback" not in err
+
+
 def test_pick_one_and_relation_filter(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
                  "one", "--relation", "reachable", "--format", "json"]) == 0
