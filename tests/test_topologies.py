@@ -216,6 +216,23 @@ def test_bad_json(tmp_path):
         topologies.read_json(path)
 
 
+@pytest.mark.parametrize("text, what", [
+    ("", "the JSON topology file is empty"), ("  \n", "the JSON topology file is empty"),
+    ("[]", "not a PSN topology: the file holds a JSON list"),
+    ('"x"', "not a PSN topology: the file holds a JSON string")])
+def test_a_json_topology_that_is_not_one_says_so(tmp_path, capsys, text, what):
+    """An empty ``.json`` file, or one holding ``[]``, was read as GT-ITM alt and the
+    error asked for the GRAPH section header."""
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=what) as exc:
+        topologies.load(path)
+    assert str(path) in exc.value.message and "GRAPH" not in exc.value.message
+    assert psn_main(["topology", "info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert what in err and "GRAPH" not in err and "Traceback" not in err
+
+
 def test_make_and_load(tmp_path):
     assert topologies.make().n == 100
     assert topologies.make("dense", nodes=200, seed=1).n == 200

@@ -80,7 +80,8 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
 
 
 def load(path: str | Path, **options) -> Topology:
-    """Read a topology file: GT-ITM ``alt`` (starts with ``GRAPH``) or PSN JSON.
+    """Read a topology file: PSN JSON (a ``.json`` file, or one that starts with ``{`` or
+    ``[``) or GT-ITM ``alt`` (anything else; it starts with ``GRAPH``).
 
     ``options`` (``latencies``) apply to ``alt`` files.
     """
@@ -89,7 +90,7 @@ def load(path: str | Path, **options) -> Topology:
         head = path.read_text()[:64].lstrip()
     except OSError as exc:
         raise InputError(f"cannot read topology file {path}: {exc.strerror}") from None
-    if head.startswith("{"):
+    if path.suffix.lower() == ".json" or head.startswith(("{", "[")):
         return read_json(path)
     return read_alt(path, **options)
 

@@ -64,7 +64,12 @@ def to_json(topo: Topology) -> dict:
 def from_json(data: dict, filename: str | None = None) -> Topology:
     """A :class:`Topology` from :func:`to_json`'s dict."""
     where = f"{filename}: " if filename else ""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict):
+        raise InputError(f"{where}not a PSN topology: the file holds a JSON "
+                         f"{_json_kind(data)}, a topology is an object "
+                         f"{{\"format\": \"{FORMAT}\", \"nodes\": [...], \"links\": [...]}}",
+                         hint="write one with psn topology ... --output FILE.json")
+    if data.get("format") != FORMAT:
         raise InputError(f"{where}not a PSN topology (expected \"format\": \"{FORMAT}\")")
     try:
         nodes = tuple(Node(int(d["id"]), str(d.get("name", d["id"])), d.get("kind", "node"),
@@ -86,6 +91,12 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
             from None
 
 
+def _json_kind(data) -> str:
+    """``list``, ``string``, ... : the JSON name of a parsed value's type, for messages."""
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if data is None else names.get(type(data), type(data).__name__)
+
+
 def write_json(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as JSON (one node or link per line, for diffs)."""
     data = to_json(topo)
@@ -105,6 +116,9 @@ def read_json(path: str | Path) -> Topology:
         text = path.read_text()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    if not text.strip():
+        raise InputError(f"{path}: the JSON topology file is empty",
+                         hint="write one with psn topology ... --output FILE.json")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
