@@ -304,3 +304,43 @@ def test_cli_bad_input_exits_2(tmp_path, capsys):
     assert f"{bad}:9:" in err and "not a vertex" in err and "^" in err
     assert psn_main(["topology", "gtitm", "--spec", str(tmp_path / "none")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("topology, option, message, hint", [
+    ("ring", "foo=3", "--topology ring has no option 'foo'",
+     "the options of ring are n, latency"),
+    ("ts100", "nodes=5", "--topology ts100 has no option 'nodes'",
+     "the options of ts100 are spec, quirks"),
+    ("grid", "n=5", "--topology grid has no option 'n'",
+     "the options of grid are rows, cols, latency")])
+def test_an_unknown_topology_option_is_named_with_the_valid_ones(capsys, topology, option,
+                                                                 message, hint):
+    """An unknown option printed Python's 'ring() got an unexpected keyword argument'."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", topology,
+                     "--topology-option", option]) == 2
+    err = capsys.readouterr().err
+    assert message in err and hint in err
+    assert "unexpected keyword" not in err and "Traceback" not in err
+
+
+def test_make_names_an_option_its_topology_does_not_take():
+    assert topologies.options_of("ring") == ("n", "latency")
+    with pytest.raises(InputError, match="topology 'ring' has no option 'foo'") as exc:
+        topologies.make("ring", foo=3)
+    assert exc.value.hint == "the options of ring are n, latency"
+    for name in topologies.NAMES:                   # every name knows its options
+        assert topologies.options_of(name)
+
+
+@pytest.mark.parametrize("suffix", [".alt", ".json"])
+def test_a_topology_option_with_a_topology_file_is_refused(tmp_path, capsys, suffix):
+    """With an .alt file the option ended in a TypeError traceback (exit 1); with a .json
+    file it was silently ignored."""
+    path = tmp_path / f"t{suffix}"
+    topologies.save(topologies.make("ring", n=4), path)
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", str(path),
+                     "--topology-option", "latency_tt=20"]) == 2
+    err = capsys.readouterr().err
+    assert (f"--topology-option latency_tt=20 does not apply to the topology file "
+            f"'{path}'") in err
+    assert "leave out --topology-option" in err and "Traceback" not in err

@@ -31,12 +31,41 @@ __all__ = [
     "read_alt", "parse_alt", "write_alt", "format_alt",
     "read_json", "write_json", "to_json", "from_json",
     "sensor_grid", "ring", "line", "grid", "random_graph",
-    "make", "load", "save", "NAMES", "LIU_PRESETS", "liu_params", "liu_topology",
+    "make", "load", "save", "NAMES", "options_of", "LIU_PRESETS", "liu_params", "liu_topology",
 ]
 
 #: names :func:`make` accepts
 NAMES = ("ts100", "gtitm", "dense", "sparse", "liu100", "liu-dense", "liu-sparse",
          "sensor-grid", "ring", "line", "grid", "random")
+
+
+def _parameters(fn, *drop: str) -> tuple[str, ...]:
+    """The keyword parameters of ``fn`` but ``drop``, in their order."""
+    import inspect
+    return tuple(p for p in inspect.signature(fn).parameters if p not in drop)
+
+
+def options_of(name: str) -> tuple[str, ...]:
+    """The options :func:`make` takes for the topology ``name`` (its generator's
+    parameters but the seed), e.g. ``("n", "latency")`` for ``ring``.
+
+    Raises
+    ------
+    InputError
+        For an unknown name.
+    """
+    if name in ("ts100", "gtitm"):
+        return ("params", "spec") + _parameters(generate, "params", "seed")
+    if name in ("dense", "sparse"):
+        return ("nodes",) + _parameters(generate, "params", "seed")
+    if name in LIU_PRESETS:
+        return _parameters(liu_topology, "name", "seed")
+    builders = {"sensor-grid": sensor_grid, "random": random_graph, "ring": ring,
+                "line": line, "grid": grid}
+    if name in builders:
+        return _parameters(builders[name], "seed")
+    raise InputError(f"unknown topology {name!r}", hint=f"one of {', '.join(NAMES)}, "
+                     f"or a .alt/.json file")
 
 
 def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
@@ -56,7 +85,19 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
         Seed of the generator's ``random.Random``.
     options:
         Passed on; GT-ITM names also take ``latencies`` (per link class) and ``quirks``.
+        :func:`options_of` lists them per name.
+
+    Raises
+    ------
+    InputError
+        For an unknown name, or an option the name does not take (naming it and listing
+        the ones it takes).
     """
+    valid = options_of(name)
+    unknown = [key for key in options if key not in valid]
+    if unknown:
+        raise InputError(f"topology {name!r} has no option {unknown[0]!r}",
+                         hint=f"the options of {name} are {', '.join(valid)}")
     if name in ("ts100", "gtitm"):
         params = options.pop("params", None)
         spec = options.pop("spec", None)

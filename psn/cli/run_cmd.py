@@ -136,11 +136,24 @@ def _topology(args):
     opts = _topology_options(args.topology_option)
     seed = args.seed or 0
     if Path(name).exists():
-        return topologies.load(name, **opts)
+        if opts:
+            raise InputError(f"--topology-option {args.topology_option[0]} does not apply to "
+                             f"the topology file '{name}': generator options apply to a "
+                             f"generator (--topology NAME), a file fixes the nodes, links "
+                             f"and latencies",
+                             hint="leave out --topology-option, or write the topology you "
+                             "want with psn topology ... --output FILE")
+        return topologies.load(name)
     if Path(name).suffix.lower() in (".alt", ".json"):
         raise InputError(f"topology file '{name}' does not exist",
                          hint="give an existing .alt or .json file, or a generator name "
                          "such as ts100")
+    valid = [k for k in topologies.options_of(name) if k not in _NOT_ON_THE_COMMAND_LINE]
+    for key in opts:
+        if key not in valid:
+            raise InputError(f"--topology {name} has no option {key!r}",
+                             hint=f"the options of {name} are {', '.join(valid)}, as "
+                             f"--topology-option KEY=VALUE")
     try:
         return topologies.make(name, seed=seed if args.topology_seed is None
                                else args.topology_seed, **opts)
@@ -159,6 +172,9 @@ def _topology(args):
                          f"--topology-option KEY=VALUE (repeatable)"
                          + (f", e.g. {example}" if example else "")) from None
 
+
+#: options of ``topologies.make`` whose values (a dict, a ``TSParams``) KEY=VALUE cannot give
+_NOT_ON_THE_COMMAND_LINE = ("params", "latencies")
 
 #: the options of some generators (``topologies.make``), for hints
 _OPTION_EXAMPLES = {
