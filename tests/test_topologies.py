@@ -344,3 +344,14 @@ def test_a_topology_option_with_a_topology_file_is_refused(tmp_path, capsys, suf
     assert (f"--topology-option latency_tt=20 does not apply to the topology file "
             f"'{path}'") in err
     assert "leave out --topology-option" in err and "Traceback" not in err
+
+
+def test_gtitm_nodes_says_when_it_rounds(capsys):
+    """--nodes 50 --density dense made 100 nodes without a word (the variant grows by
+    100-node transit domains)."""
+    assert psn_main(["topology", "gtitm", "--nodes", "50", "--density", "dense"]) == 0
+    out = capsys.readouterr().out
+    assert "note: --nodes 50 made 100 nodes" in out and "gtitm: 100 nodes" in out
+    assert psn_main(["topology", "gtitm", "--nodes", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "note:" not in out and "gtitm: 200 nodes" in out

@@ -61,7 +61,9 @@ def register(subparsers) -> None:
     g.add_argument("--extra-ts", type=int, help="extra transit-stub edges (default 0)")
     g.add_argument("--extra-ss", type=int, help="extra stub-stub edges (default 0)")
     g.add_argument("--nodes", type=int,
-                   help="use the dense/sparse variant with about this many nodes")
+                   help="use the dense/sparse variant with about this many nodes: it grows "
+                        "by transit domains of 100 nodes, so N is rounded to the nearest "
+                        "multiple of 100, at least 100 (the output says so)")
     g.add_argument("--density", choices=("sparse", "dense"), default=None,
                    help="with --nodes: about 1.8 (sparse, the default) or 4 (dense) links "
                         "per node")
@@ -150,6 +152,12 @@ def _gtitm(args) -> int:
     seed = args.seed if args.seed is not None else (params.seed or 0)
     topos = generate_many(params, count, seed, quirks=not args.no_quirks,
                           latencies=_latencies(args) or None)
+    reshaped = any(v is not None for v in (args.domains, args.transit, args.stubs,
+                                            args.stub_nodes))
+    if args.nodes and not reshaped and topos[0].n != args.nodes:
+        print(f"note: --nodes {args.nodes} made {topos[0].n} nodes: the {args.density or 'sparse'}"
+              f" variant grows by transit domains of 100 nodes (--nodes is rounded to the "
+              f"nearest multiple of 100, at least 100)")
     if len(topos) == 1:
         _emit(topos[0], args.output)
         return 0
