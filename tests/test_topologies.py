@@ -355,3 +355,21 @@ def test_gtitm_nodes_says_when_it_rounds(capsys):
     assert psn_main(["topology", "gtitm", "--nodes", "200"]) == 0
     out = capsys.readouterr().out
     assert "note:" not in out and "gtitm: 200 nodes" in out
+
+
+def test_a_topology_too_big_for_the_memory_limit_is_refused_before_it_is_built(capsys):
+    """line n=100000000 with --max-memory 2G grew to 18.8 GB and was killed by the system;
+    the estimate refuses it at once (these sizes would take minutes and gigabytes)."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", "line",
+                     "--topology-option", "n=100000000", "--max-memory", "2G"]) == 2
+    err = capsys.readouterr().err
+    assert ("topology line with n=100000000 would take about 74.51 GiB to build, over the "
+            "memory limit of 2.00 GiB") in err and "--max-memory" in err
+    assert psn_main(["topology", "line", "-n", "1000000000"]) == 2
+    assert "topology line with n=1000000000 would take about 745.06 GiB" in \
+        capsys.readouterr().err
+    assert psn_main(["topology", "random", "-n", "10000000", "-m", "5"]) == 2
+    assert "topology random with n=10000000, m=5" in capsys.readouterr().err
+    topologies.check_size("line", 1 << 20, n=1000)            # 0.8 MB: fits
+    with pytest.raises(InputError, match="over the memory limit of 1.0 MiB"):
+        topologies.check_size("line", 1 << 20, n=10000)

@@ -31,7 +31,8 @@ __all__ = [
     "read_alt", "parse_alt", "write_alt", "format_alt",
     "read_json", "write_json", "to_json", "from_json",
     "sensor_grid", "ring", "line", "grid", "random_graph",
-    "make", "load", "save", "NAMES", "options_of", "LIU_PRESETS", "liu_params", "liu_topology",
+    "make", "load", "save", "NAMES", "options_of", "estimate_bytes", "check_size",
+    "BYTES_PER_ELEMENT", "LIU_PRESETS", "liu_params", "liu_topology",
 ]
 
 #: names :func:`make` accepts
@@ -66,6 +67,80 @@ def options_of(name: str) -> tuple[str, ...]:
         return _parameters(builders[name], "seed")
     raise InputError(f"unknown topology {name!r}", hint=f"one of {', '.join(NAMES)}, "
                      f"or a .alt/.json file")
+
+
+#: resident bytes a built topology takes per node and per link (measured: about 300 for
+#: line(200000) and grid(300, 300); rounded up for the lists a generator builds on the way)
+BYTES_PER_ELEMENT = 400
+
+#: resident bytes per candidate pair that ``random`` with ``m`` lists before it samples
+_BYTES_PER_PAIR = 80
+
+
+def estimate_bytes(name: str, **options) -> int | None:
+    """About how many bytes building the topology ``name`` with ``options`` takes, from
+    its node and link counts, before it is built; None when the options are not numbers
+    (the generator then refuses them)."""
+    def num(key, default):
+        v = options.get(key, default)
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    extra = 0
+    if name in ("ring", "line"):
+        n = num("n", 10)
+        if n is None:
+            return None
+        nodes = links = n
+    elif name == "grid":
+        rows, cols = num("rows", 5), num("cols", 5)
+        if rows is None or cols is None:
+            return None
+        nodes, links = rows * cols, 2 * rows * cols
+    elif name == "random":
+        n, m, p = num("n", 20), num("m", None), num("p", None)
+        if n is None:
+            return None
+        pairs = n * (n - 1) // 2
+        nodes, links = n, (m if m is not None else pairs * min(max(p or 0, 0), 1))
+        if m is not None:
+            extra = pairs * _BYTES_PER_PAIR
+    elif name == "sensor-grid":
+        nodes = num("sensors", 100)
+        if nodes is None:
+            return None
+        links = 4 * nodes
+    elif name in ("dense", "sparse") or name in LIU_PRESETS:
+        n = num("nodes", 100)
+        if n is None:
+            return None
+        nodes = 100 * max(1, round(n / 100))
+        links = 5 * nodes
+    else:
+        return None                                 # ts100/gtitm: a spec's own size
+    return int((max(nodes, 0) + max(links, 0)) * BYTES_PER_ELEMENT + extra)
+
+
+def check_size(name: str, limit: int | None, *,
+               hint: str = "make it smaller, or raise the limit (--max-memory SIZE)",
+               **options) -> None:
+    """Refuse to build the topology ``name`` when :func:`estimate_bytes` is over
+    ``limit`` bytes (None or 0: no limit); ``hint`` is the fix the error names.
+
+    Raises
+    ------
+    InputError
+        Naming the size, the estimate and the limit, with the fix.
+    """
+    need = estimate_bytes(name, **options)
+    if not limit or need is None or need <= limit:
+        return
+    size = ", ".join(f"{k}={v}" for k, v in options.items()) or "its defaults"
+    raise InputError(f"topology {name} with {size} would take about {_gib(need)} to build, "
+                     f"over the memory limit of {_gib(limit)}",
+                     hint=hint)
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
 
 
 def make(name: str = "ts100", seed: int = 0, **options) -> Topology:

@@ -154,6 +154,9 @@ def _topology(args):
             raise InputError(f"--topology {name} has no option {key!r}",
                              hint=f"the options of {name} are {', '.join(valid)}, as "
                              f"--topology-option KEY=VALUE")
+    from engine.guards import default_memory_limit, parse_memory
+    topologies.check_size(name, default_memory_limit() if args.max_memory is None
+                          else parse_memory(args.max_memory), **opts)
     try:
         return topologies.make(name, seed=seed if args.topology_seed is None
                                else args.topology_seed, **opts)

@@ -113,6 +113,10 @@ def register(subparsers) -> None:
     i.set_defaults(func=_info)
 
 
+#: the fix for a topology over the memory limit (75% of the machine's memory)
+_SMALLER = "make it smaller: psn topology builds what fits in 75% of this machine's memory"
+
+
 def _emit(topo, output) -> None:
     import topologies
     print(topo.summary())
@@ -136,6 +140,9 @@ def _gtitm(args) -> int:
     if args.count is not None and args.count < 1:
         raise InputError(f"--count takes a number of graphs >= 1, not {args.count}")
     if args.nodes:
+        from engine.guards import default_memory_limit
+        topologies.check_size(args.density or "sparse", default_memory_limit(), hint=_SMALLER,
+                              nodes=args.nodes)
         params = topologies.ts_variant(args.nodes, args.density or "sparse")
     elif args.spec:
         params = topologies.read_spec(args.spec)
@@ -172,6 +179,9 @@ def _gtitm(args) -> int:
 
 def _sensor(args) -> int:
     import topologies
+    from engine.guards import default_memory_limit
+    topologies.check_size("sensor-grid", default_memory_limit(), hint=_SMALLER,
+                          sensors=args.sensors)
     topo = topologies.sensor_grid(args.sensors, args.size, args.radius, args.seeds,
                                   args.seed, placement="random" if args.random else "grid",
                                   sink=args.sink)
@@ -181,6 +191,11 @@ def _sensor(args) -> int:
 
 def _simple(args) -> int:
     import topologies
+    from engine.guards import default_memory_limit
+    size = ({"rows": args.rows, "cols": args.cols} if args.kind == "grid" else
+            {"n": args.nodes, "m": getattr(args, "links", None), "p": getattr(args, "p", None)})
+    topologies.check_size(args.kind, default_memory_limit(), hint=_SMALLER,
+                          **{k: v for k, v in size.items() if v is not None})
     if args.kind in ("ring", "line"):
         topo = topologies.make(args.kind, n=args.nodes)
     elif args.kind == "grid":
