@@ -214,3 +214,13 @@ def test_output_into_a_closed_pipe_is_not_success(tmp_path):
     proc.stdout.close()                        # the reader is gone before the first write
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == ""
+
+
+
+@pytest.mark.parametrize("option", [["--cost", "hops"], ["--topology-option", "n=5"],
+                                    ["--topology-seed", "3"]])
+def test_topology_options_without_a_topology_are_refused(files, capsys, option):
+    """They were silently ignored."""
+    code = main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), *option])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{option[0]} applies to a topology, and this run has none" in err

@@ -369,6 +369,9 @@ def test_cli_failure_writes_and_replays(tmp_path, capsys, monkeypatch):
     replayed = capsys.readouterr().out
     assert code == 1 and "differences from the synchronous semi-naive result" in replayed
     assert replayed.split("\n", 1)[1].strip() in out
+    # what the file fixes is named when given too (--mode was silently ignored)
+    assert main(["verify", "--replay", str(path), "--mode", "random", "--jobs", "2"]) == 1
+    assert capsys.readouterr().err.endswith("ignored: --mode, --jobs\n")
     # a damaged file is an error naming it and the field (exit 2), never a traceback
     # with exit 1, which means "the counterexample still fails"
     good = json.loads(path.read_text())

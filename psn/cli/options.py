@@ -64,7 +64,7 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
     settings.add_argument("--ship", default=None, metavar="MODE",
                           help="MinShip: lazy (default with absorption), eager, eager:W "
                           "(every W alternatives), eager:1s (on a timer of the clock) or off; "
-                          "with --annotation relative: eager (default) or lazy")
+                          "with --annotation relative: eager (default; off is the same) or lazy")
     settings.add_argument("--minship-at", default=None, choices=("node", "worker"),
                           help="where MinShip buffers alternative derivations: per node "
                           "(default) or per worker, shared by the nodes it hosts")

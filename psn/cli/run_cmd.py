@@ -124,10 +124,22 @@ def _engine_errors(engine: str):
 
 # -- inputs --------------------------------------------------------------------------------
 
+def _refuse_topology_options(args) -> None:
+    """Options of a topology given without one: they were silently ignored."""
+    given = [flag for flag, value in (("--topology-option", args.topology_option),
+                                      ("--topology-seed", args.topology_seed),
+                                      ("--cost", args.cost)) if value not in (None, [])]
+    if given:
+        raise InputError(f"{given[0]} applies to a topology, and this run has none",
+                         hint="add --topology NAME (or a --workload, which runs on ts100 by "
+                              "default), or leave out " + ", ".join(given))
+
+
 def _topology(args):
     """The topology of ``--topology`` (or the default one when only ``--workload`` asks
     for one), else ``None``: no topology is loaded unless asked for."""
     if not (args.topology or args.workload):
+        _refuse_topology_options(args)
         return None
     from pathlib import Path
 

@@ -130,12 +130,24 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+#: (flag, dest, default) of what a replay takes from its file instead of the command line
+_REPLAYED = (("the program", "program", None), ("--facts", "facts", None),
+             ("--burst", "burst", None), ("--annotation", "annotation", "absorption"),
+             ("--scope", "scope", None), ("--fifo", "fifo", False), ("--ship", "ship", None),
+             ("--aggsel", "aggsel", "auto"), ("--unsafe", "unsafe", False),
+             ("--mode", "mode", "auto"), ("--budget", "budget", None), ("--seed", "seed", 0),
+             ("--jobs", "jobs", 1), ("--no-shrink", "no_shrink", False),
+             ("--counterexample", "counterexample", None))
+
+
 def _replay(args: argparse.Namespace) -> int:
     from ..verify import Counterexample
 
-    if args.program or args.facts or args.burst:
-        print("psn verify: --replay takes the program, facts and bursts from the file; "
-              "the ones given are ignored", file=sys.stderr)
+    ignored = [flag for flag, dest, default in _REPLAYED
+               if getattr(args, dest) not in (default, [])]
+    if ignored:
+        print("psn verify: --replay takes the program, facts, bursts, settings and the "
+              "schedule from the file; ignored: " + ", ".join(ignored), file=sys.stderr)
     cex = Counterexample.load(args.replay)
     again = cex.replay()
     if args.format == "json":
