@@ -294,7 +294,7 @@ class AbsorptionContext:
         #: scan of any other relation tests its values as tuples of insertion ids without
         #: first checking their types.
         self.formulas: set[str] = set()
-        self._agg_live: dict[tuple, Function] = {}
+        self._agg_live: dict[tuple, tuple[str, Function]] = {}
         self._agg_next = 0
         self._absent_next = 0
 
@@ -321,17 +321,17 @@ class AbsorptionContext:
         name = f"n{node}.{self._absent_next}"
         return name, self.bdd.var(name)
 
-    def aggregate_var(self, fact: tuple) -> Function:
-        """Fresh variable for an aggregate result tuple, or, called again for the same live
-        tuple (its deletion), the same variable."""
+    def aggregate_var(self, fact: tuple) -> tuple[str, Function]:
+        """Fresh variable for an aggregate result tuple, ``a<node>.<k>``, or, called again
+        for the same live tuple (its deletion), the same variable: its name and BDD."""
         live = self._agg_live.pop(fact, None)
         if live is not None:
             return live
         self._agg_next += 1
         node = "" if self.node is None else format_value(self.node)
-        f = self.bdd.var(f"a{node}.{self._agg_next}")
-        self._agg_live[fact] = f
-        return f
+        name = f"a{node}.{self._agg_next}"
+        live = self._agg_live[fact] = (name, self.bdd.var(name))
+        return live
 
 
 class AbsorptionScheme(AnnotationScheme):
@@ -433,7 +433,11 @@ class AbsorptionScheme(AnnotationScheme):
         return (seq,)
 
     def aggregate(self, ctx, fact):
-        return ctx.aggregate_var(fact)
+        """The variable of an aggregate result ``fact``: a fresh base of its own (Liu et
+        al. 2009, Sec. 6), which :meth:`describe` shows as ``aggregate p(t)``."""
+        name, f = ctx.aggregate_var(fact)
+        self._facts[name] = ("=" + fact[0], fact[1])
+        return f
 
     def absence(self, ctx, fact):
         """A fresh variable for a new absence ``fact = ("!q", t)`` (named
@@ -757,15 +761,15 @@ class AbsorptionScheme(AnnotationScheme):
     # -- reading provenance (--why) ------------------------------------------------------
     def describe(self, name: str, loc: Callable[[str], int | None] | None = None) -> str:
         """``link(@a,b)`` for a base variable this scheme handed out, ``not q(@a,b)`` for
-        the variable of an absence, else the name."""
+        the variable of an absence, ``aggregate m(@a,b,4)`` for an aggregate result's,
+        else the name."""
         fact = self._facts.get(name)
         if fact is None:
             return name
         pred, tup = fact
-        negated = pred.startswith("!")
-        pred = pred[1:] if negated else pred
-        text = format_fact(pred, tup, loc(pred) if loc else None)
-        return "not " + text if negated else text
+        prefix = {"!": "not ", "=": "aggregate "}.get(pred[:1], "")
+        pred = pred[1:] if prefix else pred
+        return prefix + format_fact(pred, tup, loc(pred) if loc else None)
 
     def explain(self, ctx, stored, loc: Callable[[str], int | None] | None = None) -> str:
         """The minimal sum-of-products of a provenance over base tuples, e.g.

@@ -277,3 +277,16 @@ def test_explain_sets_prints_shorter_products_first_and_the_constants(small):
         "link(@b,c) ∨ link(@a,b) ∧ link(@b,c)"
     assert scheme.explain_sets([], loc) == "false"
     assert scheme.explain_sets([frozenset()], loc) == "true"
+
+
+def test_an_aggregate_result_prints_as_the_aggregate_fact():
+    """An aggregate result is a base of its own; it printed as its internal variable
+    ('minCost(@a,d,4) = aa.8')."""
+    program = psn.load(Path(__file__).resolve().parent.parent / "examples" /
+                       "shortest_path.ndl")
+    links = [("a", "b", 1), ("b", "c", 1), ("c", "d", 2), ("a", "c", 3)]
+    net = Network(program, {"link": links}, annotation="absorption")
+    net.run()
+    assert why(net, "minCost", ("a", "d", 4)) == "aggregate minCost(@a,d,4)"
+    assert why(net, "cheapestPath", ("a", "d", ("a", "b", "c", "d"), 4)) == (
+        "link(@a,b,1) ∧ link(@b,c,1) ∧ link(@c,d,2) ∧ aggregate minCost(@a,d,4)")
