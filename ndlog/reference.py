@@ -196,9 +196,12 @@ def _negation_step(lit: A.Negated, bound: set[str], source: Callable[[str], Rela
     return absent, bound
 
 
-def _nonatom_step(lit, bound: set[str], source: Callable[[str], Relation] | None = None):
+def _nonatom_step(lit, bound: set[str], source: Callable[[str], Relation] | None = None,
+                  assigned: frozenset[str] = frozenset()):
     """A comparison, assignment or negation that can run now, or None if its inputs are
-    unbound (``source`` is where a negation reads its relation)."""
+    unbound (``source`` is where a negation reads its relation). ``assigned`` are the
+    variables a ``:=`` of the rule binds: an ``X = e`` never binds them, it tests them once
+    the ``:=`` has run (docs/language.md, section 5)."""
     if isinstance(lit, A.Negated):
         return _negation_step(lit, bound, source)  # type: ignore[arg-type]
     if isinstance(lit, A.Assign):
@@ -207,12 +210,14 @@ def _nonatom_step(lit, bound: set[str], source: Callable[[str], Relation] | None
         if lit.var.name in bound:
             raise NDlogSemanticError(
                 f"variable '{lit.var.name}' is assigned with ':=' but is already bound",
-                lit.span)
+                lit.var.span or lit.span,
+                hint=f"':=' binds a new variable; to test a value, write "
+                     f"{lit.var.name} == ...")
         return _bind_step(lit.var.name, compile_term(lit.expr)), bound | {lit.var.name}
     if lit.op == "=":
         for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
             if (isinstance(var, A.Var) and not var.anonymous and var.name not in bound
-                    and _term_ready(other, bound)):
+                    and var.name not in assigned and _term_ready(other, bound)):
                 return _bind_step(var.name, compile_term(other)), bound | {var.name}
     if _term_ready(lit.left, bound) and _term_ready(lit.right, bound):
         test = compile_compare(lit)
@@ -260,6 +265,7 @@ def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Ca
     remaining = list(range(len(rule.body)))
     steps = []
     bound: set[str] = set()
+    assigned = frozenset(lit.var.name for lit in rule.body if isinstance(lit, A.Assign))
     if first is not None:
         step, bound = _atom_step(rule.body[first], bound, source_for(first))
         steps.append(step)
@@ -272,7 +278,7 @@ def compile_body(rule: A.Rule, first: int | None, source_for: Callable[[int], Ca
                 lit = rule.body[idx]
                 if isinstance(lit, A.Atom):
                     continue
-                made = _nonatom_step(lit, bound, source_for(idx))
+                made = _nonatom_step(lit, bound, source_for(idx), assigned)
                 if made is not None:
                     steps.append(made[0])
                     bound = made[1]

@@ -104,9 +104,10 @@ def _plan(rule: A.Rule) -> list[A.Literal]:
     order: list[A.Literal] = []
     bound: set[str] = set()
     pending = list(rule.body)
+    assigned = _assigned(rule)
     while pending:
         ready = next((lit for lit in pending if not isinstance(lit, A.Atom)
-                      and _ready(lit, bound)), None)
+                      and _ready(lit, bound, assigned)), None)
         lit = ready or next((lit for lit in pending if isinstance(lit, A.Atom)), None)
         if lit is None:
             raise NDlogSemanticError(
@@ -122,12 +123,19 @@ def _names(term: A.Term) -> set[str]:
     return {v.name for v in A.term_vars(term) if not v.anonymous}
 
 
-def _ready(lit, bound: set[str]) -> bool:
+def _assigned(rule: A.Rule) -> frozenset[str]:
+    """The variables a ``:=`` of ``rule`` binds: an ``X = e`` never binds them, it tests
+    them once the ``:=`` has run (docs/language.md, section 5)."""
+    return frozenset(lit.var.name for lit in rule.body if isinstance(lit, A.Assign))
+
+
+def _ready(lit, bound: set[str], assigned: frozenset[str] = frozenset()) -> bool:
     if isinstance(lit, A.Assign):
         return _names(lit.expr) <= bound
     if lit.op == "=":
         for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
-            if isinstance(var, A.Var) and not var.anonymous and _names(other) <= bound:
+            if isinstance(var, A.Var) and not var.anonymous and var.name not in assigned \
+                    and _names(other) <= bound:
                 return True
     return _names(lit.left) <= bound and _names(lit.right) <= bound
 
@@ -155,7 +163,7 @@ def _atom_matcher(atom: A.Atom):
     return match
 
 
-def _literal_step(lit):
+def _literal_step(lit, assigned: frozenset[str] = frozenset()):
     """``step(env) -> env' or None`` for a comparison or an assignment."""
     if isinstance(lit, A.Assign):
         fn, name = compile_term(lit.expr), lit.var.name
@@ -163,7 +171,7 @@ def _literal_step(lit):
     test = compile_compare(lit)
     if lit.op == "=":
         for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
-            if isinstance(var, A.Var) and not var.anonymous:
+            if isinstance(var, A.Var) and not var.anonymous and var.name not in assigned:
                 fn, name = compile_term(other), var.name
 
                 def bind_or_test(env, fn=fn, name=name):
@@ -176,8 +184,9 @@ def _literal_step(lit):
 
 def _derivations(rule: A.Rule, plan, ann: Mapping[str, Mapping[tuple, V]]):
     """Yield ``(head tuple, [annotations of the matched body tuples])`` per derivation."""
+    assigned = _assigned(rule)
     steps = [(lit.pred, _atom_matcher(lit)) if isinstance(lit, A.Atom)
-             else (None, _literal_step(lit)) for lit in plan]
+             else (None, _literal_step(lit, assigned)) for lit in plan]
     head = [compile_term(t) for t in rule.head.args]
 
     def go(i: int, env: dict, used: list):

@@ -102,3 +102,11 @@ def test_comparisons_and_assignments_in_bodies():
     prog = psn.parse("r1 big(S, D, C2) :- link(S, D, C), C > 1, C2 := C * 2.")
     prov = posbool_provenance(prog, {"link": {(1, 2, 1): "p", (1, 3, 5): "q"}})
     assert prov["big"] == {(1, 3, 10): PosBool.var("q")}
+
+
+@pytest.mark.parametrize("body", ["C2 := C * 2, C2 = 10", "C2 = 10, C2 := C * 2"])
+def test_eq_on_a_variable_bound_by_assignment_is_a_test(body):
+    # docs/language.md, section 5: X = e tests X when a ':=' binds it, in any order
+    prog = psn.parse(f"r1 big(S, D, C2) :- link(S, D, C), {body}.")
+    prov = posbool_provenance(prog, {"link": {(1, 2, 1): "p", (1, 3, 5): "q"}})
+    assert prov["big"] == {(1, 3, 10): PosBool.var("q")}

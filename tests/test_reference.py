@@ -133,6 +133,22 @@ def test_non_positive_cost_is_a_clear_error_under_pruning(cost):
     assert (2, 3, cost) in full["minCost"]
 
 
+def test_eq_after_assignment_is_a_test_in_any_order():
+    # docs/language.md, section 5: X = e tests X when a ':=' binds it
+    for body in ("M := D + 1, M = 3", "M = 3, M := D + 1"):
+        prog = psn.parse(f"r4 mn(@S, M) :- link(@S, D), {body}.")
+        assert psn.evaluate(prog, {"link": [(1, 2), (1, 3)]})["mn"] == {(1, 3)}
+
+
+def test_unchecked_rebinding_points_at_the_variable_with_a_hint():
+    prog = psn.parse("r1 p(X) :- q(Y), X := Y, X := 2.", filename="u.ndl", check=False)
+    with pytest.raises(psn.NDlogSemanticError) as info:
+        psn.evaluate(prog, {"q": [(1,)]})
+    err = info.value
+    assert (err.line, err.column) == (1, 18)
+    assert "already bound" in err.message and "X == ..." in err.hint
+
+
 def test_fact_arity_mismatch_is_an_input_error():
     with pytest.raises(psn.InputError, match=r"link\(1, 2, 3\) has 3 arguments"):
         psn.evaluate(REACH, {"link": [(1, 2), (1, 2, 3)]})

@@ -672,12 +672,17 @@ class _Planner:
             if lit.var.name in kinds:
                 raise NDlogSemanticError(
                     f"variable '{lit.var.name}' is assigned with ':=' but is already bound",
-                    lit.span, self.run.program.source)
+                    lit.var.span or lit.span, self.run.program.source,
+                    hint=f"':=' binds a new variable; to test a value, write "
+                         f"{lit.var.name} == ...")
             return self._bind(frame, lit.var.name, lit.expr)
         if lit.op == "=":
+            # X = e never binds a variable that a ':=' of the rule binds: it tests it once
+            # the ':=' has run (docs/language.md, section 5)
+            assigned = {a.var.name for a in self.rule.body if isinstance(a, A.Assign)}
             for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
                 if (isinstance(var, A.Var) and not var.anonymous and var.name not in kinds
-                        and _ready(other, kinds)):
+                        and var.name not in assigned and _ready(other, kinds)):
                     return self._bind(frame, var.name, other)
         if _ready(lit.left, kinds) and _ready(lit.right, kinds):
             return self._filter(frame, lit)
