@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ndlog import ast as A
-from ndlog.errors import EvaluationError, InputError
+from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.parser import as_program, parse_atom
 from ndlog.reference import fact_rows
 from ndlog.text import count_noun
@@ -299,8 +299,11 @@ class Network:
         """
         self.ledger.check()
         t0 = time.perf_counter()
-        self.host.run(max_polls, self._bounded(self.resolved.max_updates, heartbeat),
-                      guard=self.guard.check)
+        try:
+            self.host.run(max_polls, self._bounded(self.resolved.max_updates, heartbeat),
+                          guard=self.guard.check)
+        except PSNError as exc:   # a runtime error at a rule: show the rule's line
+            raise exc.locate(self.source.source, self.source.filename)
         self.injector.quiescent()
         dropped, problem = self.host.check_waiting(self._fmt)
         self.dropped_deletions += dropped

@@ -29,7 +29,7 @@ from . import ast as A
 __all__ = [
     "Dependency", "dependency_graph", "sccs", "strata", "recursive_predicates",
     "recursive_aggregate_rules", "AggSelSpec", "aggsel_candidates", "rules_by_head",
-    "monotone_error", "monotone_ok", "AGGSEL_CHOICES", "aggsel_mode",
+    "monotone_error", "monotone_ok", "monotone_span", "AGGSEL_CHOICES", "aggsel_mode",
 ]
 
 #: Values of ``aggsel``: where the engines apply aggregate selection (``auto``, ``multi``,
@@ -242,9 +242,21 @@ def monotone_error(spec: AggSelSpec, rule: A.Rule, head_var: str, body_var: str,
         f"aggregate selection on '{spec.pred}' needs {head_var} to strictly {direction} "
         f"along rule {rule.name}, but {head_var} = {format_value(new)} was derived from "
         f"{body_var} = {format_value(old)}",
-        rule.span, hint="costs must be positive; evaluate with aggregate selection off "
+        monotone_span(rule, head_var), hint="costs must be positive; evaluate with aggregate selection off "
         "(psn run and psn verify: --aggsel off; psn eval and psn reference: --no-aggsel; "
         "Python: aggsel=False or aggsel=\"off\") to enumerate every path instead")
+
+
+def monotone_span(rule: A.Rule, head_var: str):
+    """Where a violation of aggregate selection's monotonicity is shown: the variable of the
+    assignment that computes the head's value (``C := C1 + C2``), else the rule."""
+    for lit in rule.body:
+        if isinstance(lit, A.Assign) and lit.var.name == head_var:
+            return lit.var.span or lit.span
+        if (isinstance(lit, A.Compare) and lit.op == "=" and isinstance(lit.left, A.Var)
+                and lit.left.name == head_var):
+            return lit.left.span or lit.span
+    return rule.span
 
 
 def monotone_ok(func: str, new, old) -> bool:

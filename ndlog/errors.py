@@ -74,6 +74,21 @@ class PSNError(Exception):
     def column(self) -> int | None:
         return self.span.column if self.span else None
 
+    def locate(self, source: str | None, filename: str | None) -> "PSNError":
+        """Attach ``source``, the text of the file ``filename``, so that the error shows its
+        line with a caret, unless it has a source already or points into another file (an
+        error raised while a program runs knows the program's position, not its text).
+
+        Returns
+        -------
+        PSNError
+            This error, to re-raise.
+        """
+        if (self.source is None and source is not None and self.span is not None
+                and self.span.filename == filename):
+            self.source = source
+        return self
+
     def source_line(self) -> str | None:
         """The text of the offending line, if the source is known."""
         if self.span is None or self.source is None:

@@ -50,7 +50,7 @@ from ndlog.analysis import (AggSelSpec, aggsel_candidates, aggsel_mode, monotone
                             monotone_ok, strata)
 from ndlog.builtins import aggregate_value, format_value
 from ndlog.checks import check_table_sizes
-from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
+from ndlog.errors import EvaluationError, InputError, NDlogSemanticError, PSNError
 from ndlog.expr import compile_compare, compile_term
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
@@ -580,10 +580,13 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     by_head: dict[str, list[A.Rule]] = {}
     for r in program.rules:
         by_head.setdefault(r.head.pred, []).append(r)
-    for comp in strata(program):
-        rules = [r for p in comp for r in by_head.get(p, [])]
-        if rules:
-            _eval_stratum(set(comp), rules, rel, specs)
+    try:
+        for comp in strata(program):
+            rules = [r for p in comp for r in by_head.get(p, [])]
+            if rules:
+                _eval_stratum(set(comp), rules, rel, specs)
+    except PSNError as exc:   # a runtime error at a rule: show the rule's line
+        raise exc.locate(program.source, program.filename)
     out = {p: set(r.tuples) for p, r in rels.items()}
     for p in program.predicates:
         out.setdefault(p, set())

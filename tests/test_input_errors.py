@@ -567,3 +567,52 @@ def test_facts_of_a_declared_table_no_rule_uses_are_accepted_everywhere(tmp_path
         err = capsys.readouterr().err
         assert f"{bad}:2:1: error: extra has 3 arguments here, but arity 2 at line 1" in err
         assert "Traceback" not in err
+
+
+RUNTIME_TYPE_ERROR = "p(@1, a).\nr1 s(@X, Z) :- p(@X, Y), Z := Y + 1.\n"
+
+
+@pytest.mark.parametrize("evaluator", ["reference", "engine"])
+def test_runtime_expression_errors_show_the_line_and_a_caret(evaluator):
+    from engine import Network
+    prog = psn.parse(RUNTIME_TYPE_ERROR, filename="s6.ndl")
+    with pytest.raises(EvaluationError) as info:
+        if evaluator == "reference":
+            psn.evaluate(prog)
+        else:
+            Network(prog).run()
+    err = info.value
+    lines = err.render().splitlines()
+    assert lines[0].startswith("s6.ndl:2:31: error: operator '+' expects numbers")
+    assert lines[1] == "    r1 s(@X, Z) :- p(@X, Y), Z := Y + 1."
+    assert caret_column(err) == 31
+
+
+@pytest.mark.parametrize("evaluator", ["reference", "engine"])
+def test_aggregate_selection_cost_error_shows_the_assignment(evaluator):
+    from engine import Network
+    from pathlib import Path
+    sp = psn.load(Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl")
+    links = [("a", "b", 0), ("b", "c", 1)]
+    with pytest.raises(EvaluationError) as info:
+        if evaluator == "reference":
+            psn.evaluate(sp, {"link": links})
+        else:
+            Network(sp, {"link": links}).run()
+    err = info.value
+    lines = err.render().splitlines()
+    assert "strictly increase along rule sp2" in lines[0]
+    assert (err.line, err.column) == (5, 52)
+    assert lines[1].strip() == "P := f_prepend(S, P2), C := C1 + C2, L := L2 + 1."
+    assert caret_column(err) == 52
+
+
+def test_cli_runtime_error_shows_the_caret(tmp_path, capsys):
+    from psn.cli import main
+    program = write(tmp_path, "s6.ndl", RUNTIME_TYPE_ERROR)
+    for command in ("eval", "run"):
+        assert main([command, str(program)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        at = next(i for i, line in enumerate(err) if "expects numbers" in line)
+        assert err[at + 1] == "    r1 s(@X, Z) :- p(@X, Y), Z := Y + 1."
+        assert err[at + 2] == "    " + " " * 30 + "^"

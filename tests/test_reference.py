@@ -127,7 +127,7 @@ def test_non_positive_cost_is_a_clear_error_under_pruning(cost):
     with pytest.raises(psn.EvaluationError) as info:
         psn.evaluate(SP, {"link": links})
     text = info.value.render()
-    assert "strictly increase" in text and "sp2" in text and "shortest_path.ndl:3" in text
+    assert "strictly increase" in text and "sp2" in text and "shortest_path.ndl:5:52" in text
     # without pruning the same input evaluates (every simple path is enumerated)
     full = psn.evaluate(SP, {"link": links}, aggsel=False)
     assert (2, 3, cost) in full["minCost"]

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Iterable
 
 from ndlog import ast as A
-from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, strata
+from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, monotone_span, strata
 from ndlog.errors import EvaluationError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
@@ -404,7 +404,8 @@ class _Run:
                 direction = "increase" if func == "min" else "decrease"
                 fail = self.errors.fail(
                     f"aggregate selection on '{spec.pred}' needs {h} to strictly {direction} "
-                    f"along rule {rule.name}, but a derivation does not", rule.span)
+                    f"along rule {rule.name}, but a derivation does not",
+                    monotone_span(rule, h))
                 k = K.unify(frame.kinds[h], frame.kinds[b])
                 if k is None:
                     continue

@@ -313,6 +313,8 @@ class RayNetwork:
                 break
             except _WorkerLost:
                 self._recover()
+            except PSNError as exc:   # a runtime error at a rule: show the rule's line
+                raise exc.locate(self.source.source, self.source.filename)
         self.injector.quiescent()
         self._last = self._counters(self.metrics)
         self.last_run_seconds = time.perf_counter() - t0
