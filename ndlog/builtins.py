@@ -67,13 +67,13 @@ def as_list(x) -> tuple:
 
 def _need_list(name: str, x) -> tuple:
     if not isinstance(x, tuple):
-        raise BuiltinError(f"{name} expects a list, got {format_value(x)}")
+        raise BuiltinError(f"{name} expects a list, got {format_value(x, True)}")
     return x
 
 
 def _need_number(name: str, x):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise BuiltinError(f"{name} expects a number, got {format_value(x)}")
+        raise BuiltinError(f"{name} expects a number, got {format_value(x, True)}")
     return x
 
 
@@ -128,7 +128,7 @@ def _ordered(name: str, a, b):
     try:
         a < b  # noqa: B015 - probe comparability
     except TypeError:
-        raise BuiltinError(f"{name} cannot compare {format_value(a)} and {format_value(b)}")
+        raise BuiltinError(f"{name} cannot compare {format_value(a, True)} and {format_value(b, True)}")
 
 
 def f_min(a, b):
@@ -155,8 +155,11 @@ ARITY: dict[str, int] = {
 }
 
 
-def format_value(v) -> str:
-    """NDlog text for a value: symbols bare, other strings quoted, lists in brackets."""
+def format_value(v, quoted: bool = False) -> str:
+    """NDlog text for a value: symbols bare, other strings quoted, lists in brackets.
+
+    With ``quoted``, every string is in double quotes, symbols too (error messages: "got
+    a" would read as prose, "got \"a\"" cannot)."""
     if isinstance(v, bool):
         return "1" if v else "0"
     if isinstance(v, float):
@@ -175,14 +178,14 @@ def format_value(v) -> str:
                 chunks.append(str(low).zfill(1000))
             return ("-" if v < 0 else "") + str(rest) + "".join(reversed(chunks))
     if isinstance(v, str):
-        if _is_symbol(v):
+        if _is_symbol(v) and not quoted:
             return v
         return '"' + (v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
                       .replace("\t", "\\t").replace("\r", "\\r")) + '"'
     if isinstance(v, tuple):
         if not v:
             return "nil"
-        return "[" + ", ".join(format_value(x) for x in v) + "]"
+        return "[" + ", ".join(format_value(x, quoted) for x in v) + "]"
     return repr(v)
 
 

@@ -30,7 +30,8 @@ CompiledTerm = Callable[[dict], object]
 
 def _num(op: str, v, span):
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise EvaluationError(f"operator '{op}' expects numbers, got {format_value(v)}", span)
+        raise EvaluationError(f"operator '{op}' expects numbers, got {format_value(v, True)}",
+                              span)
     return v
 
 
@@ -111,7 +112,7 @@ def _ordered(op, cmp, span):
         try:
             return cmp(a, b)
         except TypeError:
-            raise EvaluationError(f"cannot compare {format_value(a)} {op} {format_value(b)}",
+            raise EvaluationError(f"cannot compare {format_value(a, True)} {op} {format_value(b, True)}",
                                   span) from None
     return run
 

@@ -616,3 +616,16 @@ def test_cli_runtime_error_shows_the_caret(tmp_path, capsys):
         at = next(i for i, line in enumerate(err) if "expects numbers" in line)
         assert err[at + 1] == "    r1 s(@X, Z) :- p(@X, Y), Z := Y + 1."
         assert err[at + 2] == "    " + " " * 30 + "^"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("Z := Y + 1", "operator '+' expects numbers, got \"a\""),
+    ("Y < 1, Z := 0", "cannot compare \"a\" < 1"),
+    ("Z := f_size(Y)", "f_size expects a list, got \"a\""),
+    ("Z := f_abs([Y])", "f_abs expects a number, got [\"a\"]"),
+])
+def test_runtime_errors_quote_string_values(body, message):
+    prog = psn.parse(f"p(@1, a).\nr1 s(@X, Z) :- p(@X, Y), {body}.\n", filename="s.ndl")
+    with pytest.raises(EvaluationError) as info:
+        psn.evaluate(prog)
+    assert info.value.message == message
