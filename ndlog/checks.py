@@ -179,6 +179,8 @@ def _check_negation_location(program: A.Program, rule: A.Rule) -> None:
     localization, the node that holds that atom's tuples also holds the negated relation's,
     which is complete there once quiescent)."""
     positive = [a.loc_term for a in rule.body_atoms]
+    if not positive:   # no location to compare with: check_safety reports the missing atom
+        return
     for neg in rule.negations:
         loc = neg.atom.loc_term
         if any(loc == p and not (isinstance(loc, A.Var) and loc.anonymous)
