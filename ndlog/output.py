@@ -112,9 +112,11 @@ def relations_to_json(relations: dict[str, set]) -> dict[str, list]:
 
 
 def render_relations(relations: dict[str, set], fmt: str = "table") -> str:
-    """Render relations as ``table`` (NDlog facts grouped by relation), ``json`` or ``csv``
-    (a header ``relation,arg1,...,argK`` for the widest relation, then one row per tuple:
-    its relation and its values, so a narrower relation's rows are shorter).
+    """Render relations as ``table`` (each relation's name and size, then its tuples),
+    ``json`` or ``csv`` (a header ``relation,arg1,...,argK`` for the widest relation, then
+    one row per tuple: its relation and its values, so a narrower relation's rows are
+    shorter; a string is written as its text where the CSV facts reader reads that text
+    back as the same string, else as its NDlog literal, e.g. ``"12"``).
 
     Raises
     ------
@@ -137,7 +139,7 @@ def _render(relations: dict[str, set], fmt: str) -> str:
         w.writerow(["relation"] + [f"arg{i}" for i in range(1, width + 1)])
         for name, rows in sorted(relations.items()):
             for t in sorted_tuples(rows):
-                w.writerow([name] + [format_value(v) for v in t])
+                w.writerow([name] + [_csv_cell(v) for v in t])
         return buf.getvalue().rstrip("\n")
     out = []
     for name, rows in sorted(relations.items()):
@@ -145,6 +147,16 @@ def _render(relations: dict[str, set], fmt: str) -> str:
         for t in sorted_tuples(rows):
             out.append(f"  {name}(" + ", ".join(format_value(v) for v in t) + ")")
     return "\n".join(out)
+
+
+def _csv_cell(v) -> str:
+    """A value as a CSV field: a string as its own text when :func:`_csv_value` reads that
+    text back as the same string (a literal's quotes came back as part of the string),
+    anything else as NDlog writes it."""
+    if isinstance(v, str) and v and v == v.strip() and not _CSV_INT.fullmatch(v) \
+            and _csv_value(v, None, "") == v:
+        return v
+    return format_value(v)
 
 
 def program_locations(program) -> dict[str, int | None]:
@@ -189,6 +201,8 @@ def _csv_value(text: str, where, source: str):
         return float(s)
     if s in ("infinity", "-infinity"):
         return float(s.replace("infinity", "inf"))
+    if len(s) >= 2 and s[0] == s[-1] == '"' and not any(c in s[1:-1] for c in '"\\'):
+        return s[1:-1]              # a plain string literal: "12" is the string 12
     return s
 
 

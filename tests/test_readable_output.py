@@ -168,3 +168,18 @@ def test_step_result_repr_names_a_failed_check_and_shortens_long_labels():
     text = repr(step)
     assert "check=False" in text and "diff=<1 tuple>" in text
     assert len(text) < 250 and "..." in text
+
+
+def test_csv_values_read_back_as_the_same_values(tmp_path):
+    """Strings were written as NDlog literals, quotes and all ('"Hello"' came back with
+    its quotes); now as their text, except where that text reads as another value."""
+    from ndlog.output import read_facts_file, render_relations
+    rows = {("Hello", 1), ("a b", 2.5), ("12", 3), ("infinity", float("inf")), ("x", -4),
+            ('"q"', 5)}
+    text = render_relations({"greet": rows}, "csv")
+    lines = text.splitlines()[1:]
+    assert 'greet,Hello,1' in lines and 'greet,"""12""",3' in lines
+    (tmp_path / "greet.csv").write_text("".join(line.split(",", 1)[1] + "\n"
+                                                for line in lines))
+    back = read_facts_file(tmp_path / "greet.csv", arities={"greet": 2})
+    assert set(back["greet"]) == rows
