@@ -175,7 +175,7 @@ def test_csv_values_read_back_as_the_same_values(tmp_path):
     its quotes); now as their text, except where that text reads as another value."""
     from ndlog.output import read_facts_file, render_relations
     rows = {("Hello", 1), ("a b", 2.5), ("12", 3), ("infinity", float("inf")), ("x", -4),
-            ('"q"', 5)}
+            ('say "hi"', 5)}
     text = render_relations({"greet": rows}, "csv")
     lines = text.splitlines()[1:]
     assert 'greet,Hello,1' in lines and 'greet,"""12""",3' in lines
