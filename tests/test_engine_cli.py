@@ -224,3 +224,12 @@ def test_topology_options_without_a_topology_are_refused(files, capsys, option):
     code = main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), *option])
     err = capsys.readouterr().err
     assert code == 2 and f"{option[0]} applies to a topology, and this run has none" in err
+
+
+def test_an_unknown_option_shows_the_subcommands_usage(files, capsys):
+    """It showed psn's top-level usage, which lists no option of the subcommand."""
+    with pytest.raises(SystemExit) as stop:
+        main(["run", str(files / "p.ndl"), "--bogus"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("usage: psn run ")
+    assert err.rstrip().endswith("psn run: error: unrecognized arguments: --bogus")

@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         reached, and 0 let that pass in a pipeline).
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:                   # the subcommand's usage, not psn's, goes with the error
+        _subparser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -104,6 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             _discard_stdout()
             return 141
+
+
+def _subparser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``args`` chose (``parser`` itself without one)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args.command:
+            return action.choices.get(args.command, parser)
+    return parser
 
 
 def _discard_stdout() -> None:
