@@ -19,17 +19,36 @@ from typing import Mapping
 from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
 from ndlog.parser import parse_facts, read_text
 
-__all__ = ["parse_burst", "read_burst_file", "BURST_HINT"]
+__all__ = ["parse_burst", "read_burst_file", "Burst", "BURST_HINT"]
 
 #: added to the syntax errors of a burst
 BURST_HINT = "each line is +fact. (insert), -fact. (delete) or fact. (insert)"
 
 
+class Burst(list):
+    """A burst's updates ``(sign, pred, tuple)`` in file order, which also knows where each
+    came from (``spans``, and the file's ``source`` text), so that an error found later
+    about one of them (a deletion of a fact that is not there) can point at its line."""
+
+    def __init__(self, updates=(), spans=(), source: str | None = None):
+        super().__init__(updates)
+        self.spans = list(spans)
+        self.source = source
+
+    def locate(self, exc: PSNError, update: tuple) -> None:
+        """Point ``exc``, if it has no position of its own, at the first ``update``."""
+        if exc.span is not None:
+            return
+        for item, span in zip(self, self.spans):
+            if item == update and span is not None:
+                exc.span, exc.source = span, self.source
+                return
+
+
 def parse_burst(text: str, filename: str | None = None,
                 arities: Mapping[str, int] | None = None,
-                locations: Mapping[str, int | None] | None = None
-                ) -> list[tuple[int, str, tuple]]:
-    """Parse burst text into ``[(sign, pred, tuple)]`` in file order.
+                locations: Mapping[str, int | None] | None = None) -> Burst:
+    """Parse burst text into a :class:`Burst`, ``[(sign, pred, tuple)]`` in file order.
 
     Parameters
     ----------
@@ -68,12 +87,11 @@ def parse_burst(text: str, filename: str | None = None,
     for f in facts:
         line = f.span.line if f.span is not None else 0
         out.append((signs.get(line, 1), f.pred, f.values))
-    return out
+    return Burst(out, [f.span for f in facts], text)
 
 
 def read_burst_file(path: str | Path, arities: Mapping[str, int] | None = None,
-                    locations: Mapping[str, int | None] | None = None
-                    ) -> list[tuple[int, str, tuple]]:
+                    locations: Mapping[str, int | None] | None = None) -> Burst:
     """Read and parse one burst file (see :func:`parse_burst`).
 
     Raises

@@ -103,9 +103,13 @@ class Ledger:
             raise self.unmatched(pred, tup)
 
     def unmatched(self, pred: str, tup: tuple) -> InputError:
-        """The error of a deletion of ``pred(tup)`` that no live insertion matches."""
-        return InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base fact "
-                          f"(no insertion of it is left to delete)")
+        """The error of a deletion of ``pred(tup)`` that no live insertion matches; its
+        ``update`` attribute is that deletion, for a reader that knows where it was written
+        (:meth:`engine.bursts.Burst.locate`)."""
+        exc = InputError(f"cannot delete {self.describe(pred, tup)}: it is not a base fact "
+                         f"(no insertion of it is left to delete)")
+        exc.update = (-1, pred, tup)
+        return exc
 
     def replacement(self, burst) -> tuple[str, tuple, tuple] | None:
         """The first ``(pred, old, new)`` where an insertion of ``burst`` would replace a

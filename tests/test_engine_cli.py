@@ -97,6 +97,17 @@ def test_deleting_a_missing_fact_is_a_clear_error(files, capsys):
     assert "link(@x, y)" in capsys.readouterr().err
 
 
+def test_deleting_a_missing_fact_names_the_burst_line(files, capsys):
+    """The error named the fact but not where it was written."""
+    burst = files / "del.ndl"
+    burst.write_text("+link(@c, a).\n// then\n-link(@x, y).\n")
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
+                 "--burst", str(burst)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{burst}:3:2: error: cannot delete link(@x, y)")
+    assert "    -link(@x, y).\n     ^" in err
+
+
 def test_deletion_before_insertion_across_overlapping_bursts(files, capsys):
     (files / "d.ndl").write_text("-link(@c, e).\n")
     (files / "i.ndl").write_text("+link(@c, e).\n")

@@ -349,6 +349,11 @@ def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: fl
     from engine.guards import AnnotationBudgetError, MemoryLimitError
     try:
         return runner.step(label, burst, advance)
+    except InputError as exc:               # a deletion of what is not there: its line
+        update = getattr(exc, "update", None)
+        if update is not None and hasattr(burst, "locate"):
+            burst.locate(exc, update)
+        raise
     except (MemoryLimitError, AnnotationBudgetError, NotConvergedError,
             KeyboardInterrupt) as exc:
         if rows or not isinstance(exc, KeyboardInterrupt):
