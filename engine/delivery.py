@@ -29,7 +29,17 @@ from dataclasses import dataclass
 from ndlog.errors import InputError
 
 __all__ = ["Delivery", "Fifo", "RandomJitter", "Adversarial", "make_delivery",
-           "DELIVERY_MODELS", "parse_duration", "require_at_least"]
+           "DELIVERY_MODELS", "parse_duration", "require_at_least", "MAX_DURATION",
+           "MAX_JITTER"]
+
+#: The longest duration (seconds) a delay, latency, processing time or wait may give:
+#: 1e6 s, about 11.6 days. The simulator's virtual time stops at ``sim.clock.MAX_TIME``
+#: (1e9 s), where a float still resolves a tenth of a microsecond; a longer duration,
+#: or an infinite one through overflow, would push it past.
+MAX_DURATION = 1e6
+#: The largest relative jitter (a message takes at most ``1 + MAX_JITTER`` times its
+#: latency, plus the absolute jitter).
+MAX_JITTER = 1e3
 
 
 class Delivery:
@@ -49,16 +59,26 @@ class Delivery:
         return self.name
 
 
-def require_at_least(what: str, value, low: float, duration: bool = False) -> None:
+def require_at_least(what: str, value, low: float, duration: bool = False,
+                     high: float | None = None) -> None:
     """Refuse ``value`` with an :class:`~ndlog.errors.InputError` naming ``what`` unless it
     is a finite number ``>= low`` (a negative delay would schedule a message before it was
-    sent). ``duration``: ``value`` is in seconds, and shown in a readable unit."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value) and value >= low:
-        return
-    shown = _duration_text(value) if duration and isinstance(value, (int, float)) \
-        and math.isfinite(value) else repr(value)
-    raise InputError(f"{what} must be a finite number >= {low:g}, got {shown}")
+    sent) and ``<= high``. ``duration``: ``value`` is in seconds, shown in a readable
+    unit, and ``high`` defaults to :data:`MAX_DURATION`."""
+    if duration and high is None:
+        high = MAX_DURATION
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    shown = _duration_text(value) if duration and number and math.isfinite(value) \
+        else repr(value)
+    if not (number and math.isfinite(value) and value >= low):
+        raise InputError(f"{what} must be a finite number >= {low:g}, got {shown}")
+    if high is not None and value > high:
+        if duration:
+            raise InputError(f"{what} must be at most {high:g} s (about "
+                             f"{high / 86400:.1f} days), got {shown}",
+                             hint="simulated time stops at 1e9 s, where a float still "
+                                  "resolves a tenth of a microsecond")
+        raise InputError(f"{what} must be at most {high:g}, got {shown}")
 
 
 def _duration_text(seconds: float) -> str:
@@ -85,7 +105,7 @@ class Fifo(Delivery):
     fifo = True
 
     def __post_init__(self):
-        require_at_least("fifo delivery: jitter", self.jitter, 0)
+        require_at_least("fifo delivery: jitter", self.jitter, 0, high=MAX_JITTER)
         require_at_least("fifo delivery: abs", self.jitter_abs, 0, duration=True)
 
     def delay(self, channel, latency, rng):
@@ -117,7 +137,7 @@ class RandomJitter(Delivery):
     name = "random"
 
     def __post_init__(self):
-        require_at_least("random delivery: jitter", self.jitter, 0)
+        require_at_least("random delivery: jitter", self.jitter, 0, high=MAX_JITTER)
         require_at_least("random delivery: abs", self.jitter_abs, 0, duration=True)
 
     def delay(self, channel, latency, rng):

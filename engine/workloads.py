@@ -40,7 +40,7 @@ from typing import Iterator
 
 from ndlog.errors import InputError
 
-from .delivery import parse_duration
+from .delivery import MAX_DURATION, parse_duration
 
 __all__ = ["Step", "Phase", "InsertLinks", "DeleteLinks", "Flap", "Sensors", "LoadAll",
            "Wait", "Workload", "WorkloadContext", "parse_workload", "workload_rng", "SPEC_HELP"]
@@ -403,6 +403,9 @@ def _parse_phase(text: str, spec: str) -> Phase:
             seconds = parse_duration(args[0])
             if not math.isfinite(seconds) or seconds < 0:
                 raise ValueError(f"a wait is a duration >= 0, not {args[0]!r}")
+            if seconds > MAX_DURATION:
+                raise ValueError(f"a wait is at most {MAX_DURATION:g} s (about "
+                                 f"{MAX_DURATION / 86400:.1f} days), not {args[0]!r}")
             return Wait(seconds)
     except (ValueError, IndexError) as exc:
         raise InputError(f"bad workload phase {text!r} in {spec!r}: {exc}",

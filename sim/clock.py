@@ -16,9 +16,25 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ndlog.errors import InputError
+
 from .events import Event, EventQueue
 
-__all__ = ["VirtualClock"]
+__all__ = ["VirtualClock", "MAX_TIME"]
+
+#: Virtual time never passes 1e9 s (about 31.7 years): there a float still resolves about
+#: a tenth of a microsecond, so microsecond processing costs and millisecond latencies
+#: keep their size. Each option's duration is bounded (``engine.delivery.MAX_DURATION``);
+#: the clock refuses an event past this ceiling, and so does a wait.
+MAX_TIME = 1e9
+
+
+def beyond(when: float, what: str = "an event") -> InputError:
+    """The error for ``what`` at virtual time ``when`` past :data:`MAX_TIME`."""
+    return InputError(f"simulated time would pass {MAX_TIME:g} s: {what} at {when:.15g} s",
+                      hint=f"PSN's virtual time stops at {MAX_TIME:g} s (about 31.7 years),"
+                           f" where a float still resolves a tenth of a microsecond; use "
+                           f"shorter or fewer waits, delays or lifetimes")
 
 
 class VirtualClock:
@@ -53,16 +69,22 @@ class VirtualClock:
         return self._now
 
     def call_at(self, when: float, fn: Callable, *args, kind: str = "call") -> Event:
-        """Run ``fn(*args)`` at virtual time ``when`` (not earlier than now)."""
+        """Run ``fn(*args)`` at virtual time ``when`` (not earlier than now, not later than
+        :data:`MAX_TIME`: an :class:`~ndlog.errors.InputError` says so)."""
         if when < self._now:
             raise ValueError(f"cannot schedule at {when} s: the clock is already at "
                              f"{self._now} s")
+        if when > MAX_TIME:
+            raise beyond(when, f"a {kind} event")
         return self.queue.push(when, fn, args, kind)
 
     def call_later(self, delay: float, fn: Callable, *args, kind: str = "call") -> Event:
-        """Run ``fn(*args)`` ``delay`` simulated seconds from now (``delay >= 0``)."""
+        """Run ``fn(*args)`` ``delay`` simulated seconds from now (``delay >= 0``; past
+        :data:`MAX_TIME`, an :class:`~ndlog.errors.InputError` says so)."""
         if delay < 0:
             raise ValueError(f"negative delay {delay!r}")
+        if self._now + delay > MAX_TIME:
+            raise beyond(self._now + delay, f"a {kind} event")
         return self.queue.push(self._now + delay, fn, args, kind)
 
     schedule = call_later
@@ -97,8 +119,11 @@ class VirtualClock:
         """Run events in order until the queue is empty, ``until`` or ``max_events``.
 
         Events at exactly ``until`` still run. Unless stopped by ``max_events``, a finite
-        ``until`` leaves the clock at ``until``. Returns the number of events run.
+        ``until`` leaves the clock at ``until`` (one past :data:`MAX_TIME` is refused with
+        an :class:`~ndlog.errors.InputError`). Returns the number of events run.
         """
+        if until != math.inf and until > MAX_TIME:
+            raise beyond(until, "the end of a run")
         n = 0
         queue = self.queue
         while queue:

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from .clock import VirtualClock
+from .clock import MAX_TIME, VirtualClock, beyond
 from .delivery import ProcessingModel, require_at_least
 from .metrics import STATE_FIELDS, Counters, StepResult, write_metrics
 from .network import LatencyModel, SimTransport
@@ -311,7 +311,7 @@ class Simulation:
             For an update that is not one of those forms, or both ``updates`` and
             ``insert``/``delete``.
         """
-        require_at_least("advance (s)", advance, 0)
+        require_at_least("advance (s)", advance, 0, duration=True)
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")
@@ -331,9 +331,11 @@ class Simulation:
         Raises
         ------
         ndlog.errors.InputError
-            If ``seconds`` is not a finite number >= 0.
+            If ``seconds`` is not a finite number in ``[0, MAX_DURATION]``
+            (:data:`engine.delivery.MAX_DURATION`), or virtual time would pass
+            :data:`sim.clock.MAX_TIME`.
         """
-        require_at_least("the time to advance (s)", seconds, 0)
+        require_at_least("the time to advance (s)", seconds, 0, duration=True)
         return self._run_step(Step(f"wait {seconds:g}s", advance=seconds), check)
 
     # ------------------------------------------------------------------ one step
@@ -368,6 +370,8 @@ class Simulation:
         processed at its own time, then the clock stands at ``now + seconds``."""
         clock, tr = self.clock, self.transport
         target = clock.now() + seconds
+        if target > MAX_TIME:
+            raise beyond(target, f"the end of a {seconds:g} s wait")
         while clock.next_time() <= target:
             t = clock.next_time()
             while clock.next_time() == t:
@@ -436,7 +440,11 @@ class Simulation:
         return float(table.lifetime)
 
     def _schedule_expiry(self, pred: str, tup: tuple, life: float) -> None:
+        """The fact expires ``life`` seconds from now; past :data:`sim.clock.MAX_TIME`,
+        which virtual time never reaches, it never expires."""
         self._cancel_expiry(pred, tup)
+        if self.clock.now() + life > MAX_TIME:
+            return
         self._expiry[(pred, tup)] = self.clock.call_later(life, self._expire, pred, tup,
                                                           kind="expire")
 

@@ -141,6 +141,46 @@ def test_negative_delays_are_refused_before_the_run(files, capsys, options, what
     assert what in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("options,what", [
+    (["--delivery", "random:abs=1e308s"],
+     "random delivery: abs must be at most 1e+06 s (about 11.6 days), got 1e+308 s"),
+    (["--delivery", "random:jitter=1e308,abs=1ms"],
+     "random delivery: jitter must be at most 1000, got 1e+308"),
+    (["--delivery", "fifo:jitter=1001"], "fifo delivery: jitter must be at most 1000"),
+    (["--delivery", "adversarial:spread=1e308s"],
+     "adversarial delivery: spread must be at most 1e+06 s"),
+    (["--processing", "1e308s"], "processing time per update must be at most 1e+06 s"),
+    (["--processing", "1e300s"], "processing time per update must be at most 1e+06 s"),
+    (["--processing", "20us+2e6s"], "processing time per batch must be at most 1e+06 s"),
+    (["--local-latency", "1e308s", "--workers", "2"],
+     "--local-latency must be at most 1e+06 s (about 11.6 days), got 1e+308 s"),
+    (["--workload", "all; wait:1e308s; wait:1e308s"],
+     "a wait is at most 1e+06 s (about 11.6 days), not '1e308s'"),
+])
+def test_durations_past_the_maximum_are_refused_before_the_run(files, capsys, options, what):
+    """A delay of 1e308 s scheduled an event at time inf (a traceback from the clock),
+    1e300 s ran and printed a 300-digit time, and two waits of 1e308 s never ended:
+    every duration is at most MAX_DURATION (1e6 s), refused while the options are read,
+    before any step runs."""
+    assert main(["run", str(files / "p.ndl"), "--topology", "ring", *options]) == 2
+    out, err = capsys.readouterr()
+    assert what in err and "Traceback" not in err
+    assert out == ""
+
+
+def test_virtual_time_stops_at_its_ceiling_with_a_clear_error(files, capsys):
+    """Waits each within the maximum still add up: the wait that would take virtual time
+    past MAX_TIME (1e9 s) is refused, naming where it would end."""
+    import re
+    waits = ";".join(["wait:1e6s"] * 1000)
+    assert main(["run", str(files / "p.ndl"), "--topology", "ring",
+                 "--workload", f"all;{waits}"]) == 2
+    err = capsys.readouterr().err
+    end = re.search(r"error: simulated time would pass 1e\+09 s: the end of a 1e\+06 s "
+                    r"wait at ([0-9.]+) s\n", err)
+    assert end and 1e9 < float(end[1]) < 1e9 + 1 and "Traceback" not in err
+
+
 def test_a_placement_map_outside_the_workers_is_refused_on_every_engine(files, capsys):
     """With ``--workers 2`` a map names workers 0 and 1 on every engine: Ray refused
     worker 5, the in-memory engine and the simulator ran it as a fourth worker."""

@@ -420,3 +420,36 @@ def test_link_phases_on_a_sensor_grid_are_refused():
     sim = Simulation(region, make("sensor-grid"))
     with pytest.raises(InputError, match="a sensor grid gives no link facts"):
         sim.run_workload("all; delete-links:3")
+
+
+def test_virtual_time_has_a_ceiling_that_every_way_in_respects():
+    """Past MAX_TIME (1e9 s) the clock refuses an event, a run's end and a wait with an
+    InputError (an infinite time was a ValueError, a huge finite one lost the
+    milliseconds); a soft-state lifetime that ends past it never expires, as virtual time
+    never gets there, instead of failing the step that inserts the fact."""
+    import psn
+    from sim import Simulation
+    from sim.clock import MAX_TIME
+    clock = VirtualClock()
+    with pytest.raises(InputError, match="simulated time would pass 1e\\+09 s: a wake "
+                                         "event at 2000000000 s"):
+        clock.call_later(2 * MAX_TIME, print, kind="wake")
+    with pytest.raises(InputError, match="would pass"):
+        clock.call_at(float("inf"), print)
+    with pytest.raises(InputError, match="the end of a run at 1e\\+300 s"):
+        clock.run(until=1e300)
+    assert clock.now() == 0.0 and not clock.queue
+    prog = psn.parse("materialize(link, 2000000000, infinity, keys(1, 2)).\n"
+                     "r1 reach(@S, D) :- link(@S, D).\n")
+    s = Simulation(prog, None, annotation="derivation", delivery="fifo", seed=1)
+    assert s.step(insert={"link": [(1, 2)]}, check=True).check
+    assert not s._expiry and not s.clock.queue
+    with pytest.raises(InputError, match="the time to advance \\(s\\) must be at most "
+                                         "1e\\+06 s \\(about 11.6 days\\), got 2e\\+06 s"):
+        s.advance(2e6)
+    with pytest.raises(InputError, match="advance \\(s\\) must be at most 1e\\+06 s"):
+        s.step(advance=1e308)
+    s.clock._now = MAX_TIME - 10
+    with pytest.raises(InputError, match="the end of a 20 s wait at 1000000010 s"):
+        s.advance(20)
+    assert s.clock.now() == MAX_TIME - 10 and s.base_facts() == {"link": {(1, 2)}}

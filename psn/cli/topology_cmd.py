@@ -32,13 +32,13 @@ def _latency_args(p: argparse.ArgumentParser) -> None:
 
 
 def _latencies(args) -> dict:
-    from engine.delivery import require_at_least
+    from engine.delivery import MAX_DURATION, require_at_least
     out = {}
     for cls in ("tt", "ts", "ss"):
         v = getattr(args, f"latency_{cls}", None)
         if v is None:
             continue
-        require_at_least(f"--latency-{cls} (ms)", v, 0)
+        require_at_least(f"--latency-{cls} (ms)", v, 0, high=MAX_DURATION * 1e3)
         out[cls.upper()] = int(v) if float(v).is_integer() else v
     return out
 
