@@ -344,8 +344,8 @@ class Simulation:
         tr = self.transport
         wall0 = time.perf_counter()
         events0 = self.clock.events_run
-        if step.advance:
-            self._wait(step.advance)
+        first = self._wait(step.advance) if step.advance else None
+        waited = tr.last_done               # the last batch the wait's expiries caused
         t0 = self.clock.now()
         tr.last_done = t0
         burst, soft = self._burst(step)
@@ -353,7 +353,13 @@ class Simulation:
             self.net.apply(burst)           # a refused burst raises: no expiry changes
         self._expiries(burst, soft)
         self.net.run(heartbeat=self._heartbeat(step.label))
-        sim_time = max(tr.last_done, self.clock.now()) - t0
+        if first is None:
+            sim_time = max(tr.last_done, self.clock.now()) - t0
+        else:                               # from the first expiry to the last batch done
+            end = max(tr.last_done, self.clock.now()) if burst or \
+                tr.last_done > t0 else waited
+            sim_time = max(end, first) - first
+            t0 = first
         wall = time.perf_counter() - wall0
         result = StepResult(
             index=len(self.steps), label=step.label, inserted=step.inserted,
@@ -365,21 +371,26 @@ class Simulation:
         self.steps.append(result)
         return result
 
-    def _wait(self, seconds: float) -> None:
+    def _wait(self, seconds: float) -> float | None:
         """Let virtual time pass; whatever happens meanwhile (soft-state expiries) is
-        processed at its own time, then the clock stands at ``now + seconds``."""
+        processed at its own time, then the clock stands at ``now + seconds``. Returns the
+        time of the first event in the wait, ``None`` if nothing happened."""
         clock, tr = self.clock, self.transport
         target = clock.now() + seconds
         if target > MAX_TIME:
             raise beyond(target, f"the end of a {seconds:g} s wait")
+        first = None
         while clock.next_time() <= target:
             t = clock.next_time()
+            if first is None:
+                first = t
             while clock.next_time() == t:
                 clock.step()
             if tr.in_flight():
                 self.net.run()
         if clock.now() < target:
             clock.run(until=target)
+        return first
 
     def _burst(self, step: Step) -> tuple[list, list]:
         """The updates of a step in their order (:meth:`engine.workloads.Step.updates`),

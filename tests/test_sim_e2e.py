@@ -368,3 +368,24 @@ def test_state_figures_reuse_only_the_nodes_that_did_not_step():
             assert (cache[n] is before[n]) == (node.metrics.steps == steps[n])
             kept += cache[n] is before[n]
     assert kept > 0
+
+
+def test_a_wait_in_which_soft_state_expires_reports_the_time_of_its_deliveries():
+    """The expiries of a wait step send messages: its sim_time runs from the first expiry
+    to the last batch those deliveries caused (it was 0.0, measured from the end of the
+    wait, though 40 messages were sent on a ring); a wait in which nothing happens stays
+    at 0."""
+    prog = psn.parse("""
+        materialize(link, 5, infinity, keys(1,2)).
+        r1 reachable(@S, D) :- link(@S, D).
+        r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).
+    """)
+    s = Simulation(prog, topologies.make("ring"), annotation="derivation",
+                   delivery="fifo", seed=1)
+    load, expire = s.run_workload("all; wait:6s", check=True)
+    assert load.check and expire.check and s.relations()["reachable"] == set()
+    assert expire.traffic["msgs_sent"] > 0
+    assert expire.start == 5.0                  # the lifetime ends 5 s after the load
+    assert 0 < expire.sim_time < 1.0 and expire.start + expire.sim_time < s.now
+    quiet = s.advance(1.0)
+    assert quiet.sim_time == 0.0 and quiet.traffic["msgs_sent"] == 0
