@@ -110,10 +110,7 @@ class WorkloadContext:
     def link_tuples(self, u: int, v: int) -> list[tuple]:
         """``link`` tuples of the undirected link ``u-v``, both directions."""
         if getattr(self.topology, "kind", "") == "sensor-grid":
-            raise InputError("this workload changes links, but a sensor grid gives no "
-                             "link facts: its links are nbr facts, which 'all' and "
-                             "'sensors' load", hint="drop the link phases, or run the "
-                             "program on a network topology (ts100, dense, ring, ...)")
+            raise _no_links_on_a_grid()
         if self.link_arity is None:
             raise InputError("this workload changes links, but the program has no "
                              "link predicate")
@@ -129,6 +126,13 @@ class WorkloadContext:
         return [l.key for l in self.topology.links]
 
 
+def _no_links_on_a_grid() -> InputError:
+    return InputError("this workload changes links, but a sensor grid gives no link facts: "
+                      "its links are nbr facts, which 'all' and 'sensors' load",
+                      hint="drop the link phases, or run the program on a network topology "
+                           "(ts100, dense, ring, ...)")
+
+
 class Phase:
     """A part of a workload; :meth:`steps` yields :class:`Step` lazily (it may read the base
     facts as they are after the previous step)."""
@@ -138,6 +142,15 @@ class Phase:
     deletes = False
 
     loads_links = False
+
+    #: True if the phase inserts or deletes ``link`` facts
+    changes_links = False
+
+    def check(self, topology) -> None:
+        """Refuse, before the first step of the workload runs, what ``topology`` cannot run
+        (the checks that need the live base facts come when the phase's steps do)."""
+        if self.changes_links and getattr(topology, "kind", "") == "sensor-grid":
+            raise _no_links_on_a_grid()
 
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
         raise NotImplementedError
@@ -154,6 +167,7 @@ class InsertLinks(Phase):
 
     fractions: tuple = (1.0,)
     loads_links = True
+    changes_links = True
 
     def steps(self, ctx):
         order = ctx.all_links()
@@ -176,6 +190,7 @@ class DeleteLinks(Phase):
     """Delete ``n`` present links, one per step, chosen at random (Liu Sec. 7.2, Fig. 8)."""
 
     deletes = True
+    changes_links = True
 
     n: int = 20
 
@@ -196,9 +211,17 @@ class Flap(Phase):
     """Delete and re-insert one link ``n`` times (``link=None``: a random present link)."""
 
     deletes = True
+    changes_links = True
 
     link: tuple | None = None
     n: int = 1
+
+    def check(self, topology) -> None:
+        super().check(topology)
+        if self.link is not None and not topology.has_link(*sorted(self.link)):
+            u, v = sorted(self.link)
+            raise InputError(f"flap: the topology has no link {u}-{v}",
+                             hint="flap a link of the topology, or flap:random:N")
 
     def steps(self, ctx):
         if self.link is None:
@@ -207,9 +230,8 @@ class Flap(Phase):
                 return
             u, v = ctx.rng.choice(present)
         else:
+            self.check(ctx.topology)
             u, v = sorted(self.link)
-            if not ctx.topology.has_link(u, v):
-                raise InputError(f"flap: the topology has no link {u}-{v}")
         tuples = ctx.link_tuples(u, v)
         if self.link is not None and not all(t in ctx.base.get("link", ()) for t in tuples):
             raise InputError(f"flap: link {u}-{v} is not a base fact now (not inserted yet, "
@@ -323,6 +345,11 @@ class Workload:
     phases: list
     spec: str = ""
 
+    def check(self, topology) -> None:
+        """Refuse what ``topology`` cannot run, before the first step (:meth:`Phase.check`)."""
+        for phase in self.phases:
+            phase.check(topology)
+
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
         for phase in self.phases:
             yield from phase.steps(ctx)
@@ -352,7 +379,8 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
     Raises
     ------
     ndlog.errors.InputError
-        Naming the offending phase.
+        Naming the offending phase; with ``topology``, also for what it cannot run (a flap
+        of a link it lacks, link phases on a sensor grid), before any step.
     """
     if isinstance(spec, Workload):
         return spec
@@ -364,7 +392,10 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
     first = phases[0]
     if not (first.loads_links or isinstance(first, Sensors)) and not is_sensor:
         phases.insert(0, InsertLinks((1.0,)))
-    return Workload(phases, text)
+    workload = Workload(phases, text)
+    if topology is not None:
+        workload.check(topology)
+    return workload
 
 
 #: Phases that may be written alone, without ``:`` (not with ``:`` and nothing after it).

@@ -420,6 +420,21 @@ def test_link_phases_on_a_sensor_grid_are_refused():
     sim = Simulation(region, make("sensor-grid"))
     with pytest.raises(InputError, match="a sensor grid gives no link facts"):
         sim.run_workload("all; delete-links:3")
+    assert sim.steps == []                   # refused before the grid was loaded
+
+
+def test_a_flap_of_a_link_the_topology_lacks_is_refused_before_any_step():
+    """It was found after the earlier steps had run and printed their table."""
+    from pathlib import Path
+
+    import psn
+    from sim import Simulation
+    root = Path(__file__).resolve().parent.parent
+    sim = Simulation(psn.parse((root / "examples" / "reachable.ndl").read_text()),
+                     make("ring", n=8))
+    with pytest.raises(InputError, match="flap: the topology has no link 3-99"):
+        sim.run_workload("all; flap:3-99:2")
+    assert sim.steps == []
 
 
 def test_virtual_time_has_a_ceiling_that_every_way_in_respects():
