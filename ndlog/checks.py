@@ -35,6 +35,7 @@ strata themselves are computed by :mod:`ndlog.analysis`. Checks never modify the
 
 from __future__ import annotations
 
+import sys
 from typing import Callable, Iterable, Iterator
 
 from . import ast as A
@@ -319,6 +320,11 @@ def check_materialize(program: A.Program) -> None:
                     program,
                     f"the {what} of table '{table.pred}' is {value!r}; it must be a "
                     "non-negative integer or infinity", table.span)
+            if isinstance(value, int) and value > sys.float_info.max:   # no float holds it
+                raise _error(
+                    program,
+                    f"the {what} of table '{table.pred}' has {len(str(value))} digits, "
+                    "more than any bound can use", table.span, hint="write infinity")
         if table.size != float("inf") and table.pred in derived:
             raise _error(
                 program,

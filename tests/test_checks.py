@@ -404,3 +404,13 @@ def test_golden_error_through_cli(path):
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr == path.with_suffix(".expected").read_text()
+
+
+def test_a_lifetime_no_float_holds_is_refused_at_the_table():
+    """'materialize(link, 10**400, ...)' passed the checks and ended in an OverflowError
+    traceback when the run formatted or scheduled the lifetime."""
+    text = (f"materialize(link, {10**400}, infinity, keys(1,2)).\n"
+            "r1 reachable(@S, D) :- link(@S, D).\n")
+    with pytest.raises(PSNError, match="the lifetime of table 'link' has 401 digits") as err:
+        psn.parse(text)
+    assert err.value.line == 1 and "write infinity" in err.value.render()
