@@ -242,7 +242,8 @@ def monotone_error(spec: AggSelSpec, rule: A.Rule, head_var: str, body_var: str,
         f"aggregate selection on '{spec.pred}' needs {head_var} to strictly {direction} "
         f"along rule {rule.name}, but {head_var} = {format_value(new)} was derived from "
         f"{body_var} = {format_value(old)}",
-        monotone_span(rule, head_var), hint="costs must be positive; evaluate with aggregate selection off "
+        monotone_span(rule, head_var),
+        hint="costs must be positive; evaluate with aggregate selection off "
         "(psn run and psn verify: --aggsel off; psn eval and psn reference: --no-aggsel; "
         "Python: aggsel=False or aggsel=\"off\") to enumerate every path instead")
 

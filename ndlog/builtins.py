@@ -128,7 +128,8 @@ def _ordered(name: str, a, b):
     try:
         a < b  # noqa: B015 - probe comparability
     except TypeError:
-        raise BuiltinError(f"{name} cannot compare {format_value(a, True)} and {format_value(b, True)}")
+        raise BuiltinError(f"{name} cannot compare {format_value(a, True)} and "
+                           f"{format_value(b, True)}")
 
 
 def f_min(a, b):

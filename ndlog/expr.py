@@ -112,8 +112,8 @@ def _ordered(op, cmp, span):
         try:
             return cmp(a, b)
         except TypeError:
-            raise EvaluationError(f"cannot compare {format_value(a, True)} {op} {format_value(b, True)}",
-                                  span) from None
+            raise EvaluationError(f"cannot compare {format_value(a, True)} {op} "
+                                  f"{format_value(b, True)}", span) from None
     return run
 
 

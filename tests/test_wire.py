@@ -13,8 +13,8 @@ from engine.transport import InMemoryTransport, Placement
 from engine.wire import (Codec, decode_updates, encode_updates, encoded_size,
                          packed_items_size)
 
-VALUES = [0, -7, 2**40, 2**64, -2**63 - 1, 10**40, 3.25, float("inf"), float("-inf"), "a", "", "node 7", (),
-          (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]
+VALUES = [0, -7, 2**40, 2**64, -2**63 - 1, 10**40, 3.25, float("inf"), float("-inf"), "a",
+          "", "node 7", (), (1, 2), ("x", (3, ("y",))), (float("inf"), "z")]
 
 
 def _random_updates(rng: random.Random, scheme, n: int = 30):

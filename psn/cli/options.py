@@ -107,7 +107,8 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
     topo = p.add_argument_group("topology and workload")
     topo.add_argument("--topology", default=None, metavar="NAME|FILE",
                       help="ts100, gtitm, dense, sparse, liu100, liu-dense, liu-sparse, "
-                      "sensor-grid, ring, line, grid, random, or an .alt / .json file (default with --workload: ts100)")
+                      "sensor-grid, ring, line, grid, random, or an .alt / .json file "
+                      "(default with --workload: ts100)")
     topo.add_argument("--topology-option", action="append", default=[], metavar="KEY=VALUE",
                       help="generator option, e.g. nodes=1000, n=8 (repeatable)")
     topo.add_argument("--topology-seed", type=int, default=None, metavar="N",

@@ -78,8 +78,10 @@ def run(args: argparse.Namespace) -> int:
 def add_output_options(p: argparse.ArgumentParser) -> None:
     """Add ``--format`` and ``--output`` to a subcommand that prints relations."""
     p.add_argument("--format", choices=FORMATS, default=None,
-                   help="table (each relation, then its tuples), json or csv (relation,arg1,...; a string as its text where that reads back as the same string); default: the format --output's "
-                   "extension names (.json, .csv), else table")
+                   help="table (each relation, then its tuples), json or csv "
+                   "(relation,arg1,...; a string as its text where that reads back as the "
+                   "same string); default: the format --output's extension names (.json, "
+                   ".csv), else table")
     p.add_argument("--output", metavar="FILE", default=None,
                    help="write the relations to FILE instead of standard output")
 
