@@ -263,11 +263,15 @@ class Sensors(Phase):
     def deletes(self) -> bool:
         return self.untrigger is not None
 
+    def check(self, topology) -> None:
+        super().check(topology)
+        if getattr(topology, "kind", "") != "sensor-grid":
+            raise InputError(f"the sensors workload needs a sensor-grid topology, "
+                             f"not {getattr(topology, 'kind', None)!r}")
+
     def steps(self, ctx):
         topo = ctx.topology
-        if topo.kind != "sensor-grid":
-            raise InputError(f"the sensors workload needs a sensor-grid topology, "
-                             f"not {topo.kind!r}")
+        self.check(topo)
         facts = {p: list(ts) for p, ts in topo.facts().items()
                  if not ctx.uses or p in ctx.uses}
         seeds = sorted(topo.seeds)

@@ -2,7 +2,8 @@
 
 Role: the ``default`` and ``ext_hook`` that let msgpack carry every NDlog value. NDlog
 integers have arbitrary precision, msgpack's only 64 bits: an integer outside
-``[-2**63, 2**64)`` travels as extension type :data:`BIG_INT` holding its decimal digits,
+``[-2**63, 2**64)`` travels as extension type :data:`BIG_INT` holding its two's-complement
+bytes (big-endian; no limit on the digits, unlike Python's conversion of decimal text),
 and comes back as the same ``int``. Sets travel as arrays.
 
 Deliberately not here: the layout of messages (``engine.wire``) and of the Ray workers'
@@ -15,7 +16,7 @@ import msgpack
 
 __all__ = ["BIG_INT", "pack_default", "ext_hook", "packb", "unpackb"]
 
-#: the msgpack extension type of an integer beyond 64 bits (ASCII decimal digits)
+#: the msgpack extension type of an integer beyond 64 bits (two's complement, big-endian)
 BIG_INT = 1
 
 
@@ -23,7 +24,8 @@ def pack_default(obj):
     """msgpack's ``default``: an integer beyond 64 bits as :data:`BIG_INT`, a set as an
     array; anything else is a TypeError naming the value."""
     if isinstance(obj, int):
-        return msgpack.ExtType(BIG_INT, str(obj).encode("ascii"))
+        return msgpack.ExtType(BIG_INT, obj.to_bytes(obj.bit_length() // 8 + 1, "big",
+                                                     signed=True))
     if isinstance(obj, (frozenset, set)):
         return list(obj)
     text = repr(obj)
@@ -34,7 +36,7 @@ def pack_default(obj):
 def ext_hook(code: int, data: bytes):
     """msgpack's ``ext_hook``: :data:`BIG_INT` back to ``int``."""
     if code == BIG_INT:
-        return int(data)
+        return int.from_bytes(data, "big", signed=True)
     return msgpack.ExtType(code, data)
 
 

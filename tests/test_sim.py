@@ -468,3 +468,16 @@ def test_virtual_time_has_a_ceiling_that_every_way_in_respects():
     with pytest.raises(InputError, match="the end of a 20 s wait at 1000000010 s"):
         s.advance(20)
     assert s.clock.now() == MAX_TIME - 10 and s.base_facts() == {"link": {(1, 2)}}
+
+
+def test_a_sensors_phase_on_a_network_topology_is_refused_before_any_step():
+    from pathlib import Path
+
+    import psn
+    from sim import Simulation
+    root = Path(__file__).resolve().parent.parent
+    sim = Simulation(psn.parse((root / "examples" / "reachable.ndl").read_text()),
+                     make("ring", n=8))
+    with pytest.raises(InputError, match="the sensors workload needs a sensor-grid"):
+        sim.run_workload("all; sensors")
+    assert sim.steps == []

@@ -373,3 +373,14 @@ def test_a_topology_too_big_for_the_memory_limit_is_refused_before_it_is_built(c
     topologies.check_size("line", 1 << 20, n=1000)            # 0.8 MB: fits
     with pytest.raises(InputError, match="over the memory limit of 1.0 MiB"):
         topologies.check_size("line", 1 << 20, n=10000)
+
+
+@pytest.mark.parametrize("topology,value", [("ring", "n=inf"), ("ring", "n=nan"),
+                                            ("ring", "n=1e400"), ("ring", f"n={10**400}"),
+                                            ("dense", f"nodes={10**400}")])
+def test_non_finite_or_huge_sizes_are_clear_errors(capsys, topology, value):
+    """The size estimate turned them into OverflowError and ValueError tracebacks."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", topology,
+                     "--topology-option", value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err and len(err) < 400

@@ -60,7 +60,7 @@ def test_integers_beyond_64_bits_cross_every_wire():
     psn verify failed with 'cannot encode int on the wire'."""
     from ndlog.packing import packb, unpackb
     from psn.distributed.shard import pack, unpack
-    big = (2**64, -2**63 - 1, -(10**30), (2**100, "x"))
+    big = (2**64, -2**63 - 1, -(10**30), (2**100, "x"), 10**5000, -(2**20000))
     assert unpackb(packb(big)) == big and unpack(pack([[7, big]])) == ((7, big),)
     assert decode_updates(encode_updates([(1, "p", big, None)])) == [(1, "p", big, None)]
 

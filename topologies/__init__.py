@@ -11,6 +11,7 @@ Deliberately not here: simulation (``sim``), evaluation, and any third-party gra
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ndlog.errors import InputError
@@ -83,7 +84,9 @@ def estimate_bytes(name: str, **options) -> int | None:
     (the generator then refuses them)."""
     def num(key, default):
         v = options.get(key, default)
-        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        ok = (isinstance(v, int) and not isinstance(v, bool)
+              or isinstance(v, float) and math.isfinite(v))
+        return v if ok else None     # not a number the generator takes: it refuses it
     extra = 0
     if name in ("ring", "line"):
         n = num("n", 10)
@@ -112,7 +115,7 @@ def estimate_bytes(name: str, **options) -> int | None:
         n = num("nodes", 100)
         if n is None:
             return None
-        nodes = 100 * max(1, round(n / 100))
+        nodes = 100 * max(1, (n + 50) // 100)      # in ints: a huge count is no float
         links = 5 * nodes
     else:
         return None                                 # ts100/gtitm: a spec's own size
@@ -133,14 +136,21 @@ def check_size(name: str, limit: int | None, *,
     need = estimate_bytes(name, **options)
     if not limit or need is None or need <= limit:
         return
-    size = ", ".join(f"{k}={v}" for k, v in options.items()) or "its defaults"
+    size = ", ".join(f"{k}={_short(v)}" for k, v in options.items()) or "its defaults"
     raise InputError(f"topology {name} with {size} would take about {_gib(need)} to build, "
                      f"over the memory limit of {_gib(limit)}",
                      hint=hint)
 
 
 def _gib(n: int) -> str:
+    if n.bit_length() > 1000:                       # past any float: its order of magnitude
+        return f"10^{len(str(n >> 30)) - 1} GiB"
     return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
+
+
+def _short(v) -> str:
+    text = str(v)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
 
 
 def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
