@@ -493,3 +493,12 @@ def test_counting_does_not_terminate_on_a_cycle():
     cex = result.counterexample
     assert cex.kind == "no-quiescence" and "within 200 deliveries" in cex.message
     assert cex.deviations == 0          # every order: already the FIFO one
+
+
+def test_cli_deletion_of_a_missing_fact_names_the_burst_line(tmp_path, capsys):
+    facts, _ = _files(tmp_path)
+    burst = tmp_path / "gone.ndl"
+    burst.write_text('+link(@"A", "C").\n-link(@"X", "Y").\n')
+    assert main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", str(burst)]) == 2
+    assert capsys.readouterr().err.startswith(f"{burst}:2:2: error: cannot delete")

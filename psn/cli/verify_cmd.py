@@ -109,10 +109,17 @@ def run(args: argparse.Namespace) -> int:
     shapes = program_shapes(program)
     facts = read_facts_files(args.facts, **shapes)
     bursts = [read_burst_file(path, **shapes) for path in args.burst]
-    result = V.verify(program, facts, bursts, annotation=args.annotation, mode=args.mode,
-                      budget=args.budget, seed=args.seed, jobs=args.jobs, scope=args.scope,
-                      fifo=True if args.fifo else None, unsafe=args.unsafe, ship=args.ship,
-                      aggsel=args.aggsel, shrinking=not args.no_shrink)
+    try:
+        result = V.verify(program, facts, bursts, annotation=args.annotation,
+                          mode=args.mode, budget=args.budget, seed=args.seed, jobs=args.jobs,
+                          scope=args.scope, fifo=True if args.fifo else None,
+                          unsafe=args.unsafe, ship=args.ship, aggsel=args.aggsel,
+                          shrinking=not args.no_shrink)
+    except InputError as exc:           # a deletion of what is not there: its burst line
+        update = getattr(exc, "update", None)
+        for burst in bursts if update is not None else ():
+            burst.locate(exc, update)
+        raise
     written = None
     if result.counterexample is not None:
         written = result.counterexample.write(
