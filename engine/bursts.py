@@ -78,6 +78,7 @@ def parse_burst(text: str, filename: str | None = None,
         facts = parse_facts("\n".join(lines), filename, arities, locations)
     except (NDlogSyntaxError, NDlogSemanticError) as exc:
         exc.source = text
+        _second_update_on_a_line(exc, text)
         exc.hint = f"{exc.hint}; {BURST_HINT}" if exc.hint else BURST_HINT
         raise
     except PSNError as exc:
@@ -88,6 +89,18 @@ def parse_burst(text: str, filename: str | None = None,
         line = f.span.line if f.span is not None else 0
         out.append((signs.get(line, 1), f.pred, f.values))
     return Burst(out, [f.span for f in facts], text)
+
+
+def _second_update_on_a_line(exc: PSNError, text: str) -> None:
+    """A sign in the middle of a line is a second update there: say so, instead of the
+    program grammar's list of what may follow a statement ('#hidden', 'materialize', ...)."""
+    if exc.span is None:
+        return
+    lines = text.split("\n")
+    line = lines[exc.span.line - 1] if 0 < exc.span.line <= len(lines) else ""
+    if line[exc.span.column - 1:exc.span.column] in ("+", "-"):
+        exc.message = "a second update on this line: one update per line"
+        exc.args = (exc.message,)
 
 
 def read_burst_file(path: str | Path, arities: Mapping[str, int] | None = None,

@@ -97,6 +97,17 @@ def test_deleting_a_missing_fact_is_a_clear_error(files, capsys):
     assert "link(@x, y)" in capsys.readouterr().err
 
 
+def test_two_updates_on_one_burst_line_are_named_as_such():
+    """The error listed the program grammar's tokens ('#hidden', 'materialize', ...)."""
+    from engine.bursts import parse_burst
+    from ndlog.errors import NDlogSyntaxError
+    with pytest.raises(NDlogSyntaxError) as err:
+        parse_burst("+link(@1, 2). -link(@2, 3).\n", "b.ndl")
+    assert err.value.render().startswith(
+        "b.ndl:1:15: syntax error: a second update on this line: one update per line")
+    assert "#hidden" not in err.value.render()
+
+
 def test_deleting_a_missing_fact_names_the_burst_line(files, capsys):
     """The error named the fact but not where it was written."""
     burst = files / "del.ndl"
