@@ -21,6 +21,8 @@ the pruning is exact when every recursive rule strictly worsens the aggregated v
 
 from __future__ import annotations
 
+import difflib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -30,6 +32,7 @@ __all__ = [
     "Dependency", "dependency_graph", "sccs", "strata", "recursive_predicates",
     "recursive_aggregate_rules", "AggSelSpec", "aggsel_candidates", "rules_by_head",
     "monotone_error", "monotone_ok", "monotone_span", "AGGSEL_CHOICES", "aggsel_mode",
+    "lookalike_inputs",
 ]
 
 #: Values of ``aggsel``: where the engines apply aggregate selection (``auto``, ``multi``,
@@ -75,6 +78,46 @@ class Dependency:
     rule: str
     aggregate: bool
     negated: bool = False
+
+
+def lookalike_inputs(program: A.Program) -> list[tuple[A.Atom, str]]:
+    """Base predicates that may be misspelt: the program neither derives nor declares
+    them nor gives facts of them, and another such predicate with a close name is used
+    more often, or as often but earlier. A misspelt base predicate reads as an empty
+    relation, silently (``lnk`` for ``link``). Names close to a derived predicate's are
+    not reported: pairs such as ``orbit`` and ``orbits`` are common on purpose.
+
+    Parameters
+    ----------
+    program:
+        The program (not changed).
+
+    Returns
+    -------
+    list of (Atom, str)
+        The first body atom of each such predicate, in rule order, and the close name.
+    """
+    supplied = program.idb | {t.pred for t in program.tables} | {f.pred for f in program.facts}
+    uses = Counter(a.pred for a in program.atoms())
+    first: dict[str, int] = {}
+    for i, atom in enumerate(program.atoms()):
+        first.setdefault(atom.pred, i)
+
+    def likelier(q: str, p: str) -> bool:       # q rather than p is the intended name
+        return q not in supplied and (uses[q], -first[q]) > (uses[p], -first[p])
+    out: list[tuple[A.Atom, str]] = []
+    seen: set[str] = set()
+    for rule in program.rules:
+        for atom in list(rule.body_atoms) + list(rule.negated_atoms):
+            pred = atom.pred
+            if pred in supplied or pred in seen:
+                continue
+            seen.add(pred)
+            others = sorted(q for q in program.predicates if q != pred and likelier(q, pred))
+            close = difflib.get_close_matches(pred, others, n=1, cutoff=0.75)
+            if close:
+                out.append((atom, close[0]))
+    return out
 
 
 def dependency_graph(program: A.Program) -> list[Dependency]:

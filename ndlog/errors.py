@@ -22,6 +22,7 @@ __all__ = [
     "LocalizationError",
     "EvaluationError",
     "InputError",
+    "NDlogWarning",
 ]
 
 
@@ -158,3 +159,11 @@ class EvaluationError(PSNError):
 
 class InputError(PSNError):
     """Bad facts, bursts, options or files given to the API or the CLI."""
+
+
+class NDlogWarning(PSNError):
+    """A likely mistake that does not stop the command (a body predicate whose name is one
+    letter off another's): rendered like an error, as ``file:line:col: warning: ...`` with
+    a caret, and printed, never raised."""
+
+    kind = "warning"

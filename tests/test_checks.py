@@ -414,3 +414,22 @@ def test_a_lifetime_no_float_holds_is_refused_at_the_table():
     with pytest.raises(PSNError, match="the lifetime of table 'link' has 401 digits") as err:
         psn.parse(text)
     assert err.value.line == 1 and "write infinity" in err.value.render()
+
+
+def test_a_base_predicate_one_letter_off_another_is_warned_about(tmp_path, capsys):
+    """'lnk' for 'link' read as an empty relation, silently; pairs such as orbit/orbits
+    (one derived) are common on purpose and not reported."""
+    from ndlog.analysis import lookalike_inputs
+    from psn.cli import main
+    text = ("r1 reachable(@S, D) :- link(@S, D).\n"
+            "r2 reachable(@S, D) :- lnk(@S, Z), reachable(@Z, D).\n")
+    [(atom, close)] = lookalike_inputs(psn.parse(text))
+    assert (atom.pred, atom.span.line, atom.span.column, close) == ("lnk", 2, 24, "link")
+    assert lookalike_inputs(psn.parse("o1 orbits(X, Y) :- orbit(X, Y).\n")) == []
+    program, facts = tmp_path / "typo.ndl", tmp_path / "f.ndl"
+    program.write_text(text)
+    facts.write_text("link(@1, 2).\n")
+    assert main(["eval", str(program), "--facts", str(facts)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"{program}:2:24: warning: no rule derives 'lnk'")
+    assert err.rstrip().endswith("hint: did you mean 'link'?")

@@ -61,9 +61,11 @@ def _run_args(args, engine: str, extra: list[str]) -> argparse.Namespace:
 
 
 def _program(args):
-    from ndlog.parser import load, parse
+    from ndlog.parser import parse
+
+    from .options import load_program
     if args.program:
-        return load(args.program)
+        return load_program(args.program)
     return parse(PROGRAMS["reachable"], "<demo: reachable>")
 
 

@@ -41,11 +41,11 @@ def run(args: argparse.Namespace) -> int:
     """
     from ndlog.output import (program_shapes, read_facts_files, render_relations,
                               select_relations)
-    from ndlog.parser import load
+    from .options import load_program
     from ndlog.reference import evaluate
 
     fmt = output_format(args.format, args.output)
-    program = load(args.program)
+    program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))
     result = evaluate(program, facts, aggsel=not args.no_aggsel)
     result = select_relations(result, args.relation)

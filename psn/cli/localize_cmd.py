@@ -38,10 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from localize import explain
 
     from ndlog.files import write_atomic
-    from ndlog.parser import load
+    from .options import load_program
     from ndlog.printer import format_program
 
-    result = explain(load(args.program))
+    result = explain(load_program(args.program))
     text = format_program(result.program)
     if args.explain:
         text = _comment(result.text()) + "\n" + text

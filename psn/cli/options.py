@@ -17,7 +17,8 @@ import argparse
 
 from ndlog.errors import InputError
 
-__all__ = ["ENGINES", "add_run_options", "check_engine_options", "run_options", "engine_of"]
+__all__ = ["ENGINES", "add_run_options", "check_engine_options", "run_options", "engine_of",
+           "load_program"]
 
 #: The engines of ``psn run --engine``.
 ENGINES = ("memory", "sim", "ray")
@@ -205,3 +206,26 @@ def run_options(args: argparse.Namespace, engine: str):
                          max_memory=memory, derivation_budget=args.derivation_budget,
                          derivation_total=args.derivation_total, max_updates=args.max_updates,
                          minship_at=args.minship_at)
+
+
+def load_program(path: str):
+    """The program in the file ``path``, parsed and checked, after a warning on stderr for
+    each base predicate that may be misspelt (:func:`ndlog.analysis.lookalike_inputs`).
+
+    Raises
+    ------
+    ndlog.errors.PSNError
+        If the file cannot be read, parsed or checked.
+    """
+    import sys
+
+    from ndlog.analysis import lookalike_inputs
+    from ndlog.errors import NDlogWarning
+    from ndlog.parser import load
+    program = load(path)
+    for atom, close in lookalike_inputs(program):
+        print(NDlogWarning(
+            f"no rule derives '{atom.pred}' and the program gives no table or facts of it: "
+            f"unless the facts you give hold it, it is empty", atom.span, program.source,
+            hint=f"did you mean '{close}'?").render(), file=sys.stderr)
+    return program

@@ -57,12 +57,12 @@ def run(args: argparse.Namespace) -> int:
     """
     from ndlog.errors import InputError
     from ndlog.output import program_shapes, read_facts_files, render_relations
-    from ndlog.parser import load
+    from .options import load_program
 
     if args.spark_master and args.engine != "spark":
         raise InputError("--spark-master needs --engine spark")
     fmt = output_format(args.format, args.output)
-    program = load(args.program)
+    program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))
     if args.engine == "spark":
         from ..batch.spark import evaluate_spark

@@ -29,7 +29,8 @@ from ndlog.errors import InputError
 from ndlog.output import program_shapes
 from ndlog.text import count_noun
 
-from .options import add_run_options, check_engine_options, engine_of, run_options
+from .options import (add_run_options, check_engine_options, engine_of, load_program,
+                      run_options)
 
 __all__ = ["register", "run", "execute", "report", "Outcome", "plan_steps", "print_table",
            "TABLE_LIMIT"]
@@ -78,14 +79,12 @@ class Outcome:
 def execute(args: argparse.Namespace, program=None) -> Outcome:
     """Run the steps the parsed flags describe on their engine (see the module doc);
     ``program`` (parsed) instead of reading ``args.program``."""
-    from ndlog.parser import load
-
     from .runners import make_runner
 
     engine = engine_of(args)
     check_engine_options(args, engine)
     if program is None:
-        program = load(args.program)
+        program = load_program(args.program)
     options = run_options(args, engine)
     topology = _topology(args)
     shapes = program_shapes(program)

@@ -99,12 +99,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("psn verify needs a PROGRAM file (or --replay FILE)")
     from engine.bursts import read_burst_file
     from ndlog.output import program_shapes, read_facts_files
-    from ndlog.parser import load
+    from .options import load_program
     from provenance import get_scheme
 
     from .. import verify as V
 
-    program = load(args.program)
+    program = load_program(args.program)
     get_scheme(args.annotation)                  # an unknown name fails before anything runs
     shapes = program_shapes(program)
     facts = read_facts_files(args.facts, **shapes)
