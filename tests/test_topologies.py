@@ -384,3 +384,11 @@ def test_non_finite_or_huge_sizes_are_clear_errors(capsys, topology, value):
                      "--topology-option", value]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and len(err) < 400
+
+
+def test_a_topology_latency_past_the_bound_is_refused_before_the_run(capsys):
+    """It ran until virtual time passed its ceiling."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", "ring",
+                     "--topology-option", "latency=1e308"]) == 2
+    assert "--topology-option latency (ms) must be at most 1e+09, got 1e+308" in \
+        capsys.readouterr().err

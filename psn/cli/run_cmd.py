@@ -165,6 +165,10 @@ def _topology(args):
             raise InputError(f"--topology {name} has no option {key!r}",
                              hint=f"the options of {name} are {', '.join(valid)}, as "
                              f"--topology-option KEY=VALUE")
+    if "latency" in opts:                # in ms; a run's delays are bounded up front too
+        from engine.delivery import MAX_DURATION, require_at_least
+        require_at_least("--topology-option latency (ms)", opts["latency"], 0,
+                         high=MAX_DURATION * 1e3)
     from engine.guards import default_memory_limit, parse_memory
     topologies.check_size(name, default_memory_limit() if args.max_memory is None
                           else parse_memory(args.max_memory), **opts)
