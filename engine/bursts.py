@@ -19,7 +19,7 @@ from typing import Mapping
 from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
 from ndlog.parser import parse_facts, read_text
 
-__all__ = ["parse_burst", "read_burst_file", "Burst", "BURST_HINT"]
+__all__ = ["parse_burst", "read_burst_file", "Burst", "locate_error", "BURST_HINT"]
 
 #: added to the syntax errors of a burst
 BURST_HINT = "each line is +fact. (insert), -fact. (delete) or fact. (insert)"
@@ -43,6 +43,19 @@ class Burst(list):
             if item == update and span is not None:
                 exc.span, exc.source = span, self.source
                 return
+
+
+def locate_error(exc: PSNError, bursts) -> None:
+    """Point ``exc``, an error about one update (its ``update`` attribute: the ledger's
+    deletion of a fact that is not there), at that update's line in the first of
+    ``bursts`` that holds it; nothing for another error, or bursts that are not
+    :class:`Burst` (merged, or built in Python)."""
+    update = getattr(exc, "update", None)
+    if update is None:
+        return
+    for burst in bursts:
+        if isinstance(burst, Burst):
+            burst.locate(exc, update)
 
 
 def parse_burst(text: str, filename: str | None = None,

@@ -34,6 +34,7 @@ import sys
 from ndlog import ast as A
 from ndlog.analysis import rules_by_head, strata
 from ndlog.errors import EvaluationError, InputError, Span
+from ndlog.text import format_bytes
 
 __all__ = [
     "set_deletion_problem", "check_set_deletions", "implicit_deletions",
@@ -418,8 +419,8 @@ class MemoryGuard:
             hint = self.hint or ("the run was stopped before the machine ran out of memory; "
                                  "raise --max-memory (a size like 8G, or a fraction like "
                                  "0.9 of this machine's memory) or run a smaller input")
-            err = MemoryLimitError(f"the run used {_human(used)}, over its --max-memory of "
-                                   f"{_human(self.limit)}; {hint}")
+            err = MemoryLimitError(f"the run used {format_bytes(used)}, over its "
+                                   f"--max-memory of {format_bytes(self.limit)}; {hint}")
             err.used, err.limit = used, self.limit
             raise err
         return used
@@ -525,10 +526,3 @@ def parse_memory(text: str, option: str = "--max-memory") -> int:
         raise InputError(f"{option} {raw!r}: this system does not report its memory; give "
                          f"a size with a unit (4G, 512M)")
     return max(int(physical * fraction), 1)
-
-
-def _human(n: int) -> str:
-    """``3.21 GiB`` or ``512.0 MiB``."""
-    if n >= 1 << 30:
-        return f"{n / (1 << 30):.2f} GiB"
-    return f"{n / (1 << 20):.1f} MiB"

@@ -109,8 +109,6 @@ class WorkloadContext:
     # -- links -----------------------------------------------------------------------------
     def link_tuples(self, u: int, v: int) -> list[tuple]:
         """``link`` tuples of the undirected link ``u-v``, both directions."""
-        if getattr(self.topology, "kind", "") == "sensor-grid":
-            raise _no_links_on_a_grid()
         if self.link_arity is None:
             raise InputError("this workload changes links, but the program has no "
                              "link predicate")
@@ -124,13 +122,6 @@ class WorkloadContext:
 
     def all_links(self) -> list[tuple[int, int]]:
         return [l.key for l in self.topology.links]
-
-
-def _no_links_on_a_grid() -> InputError:
-    return InputError("this workload changes links, but a sensor grid gives no link facts: "
-                      "its links are nbr facts, which 'all' and 'sensors' load",
-                      hint="drop the link phases, or run the program on a network topology "
-                           "(ts100, dense, ring, ...)")
 
 
 class Phase:
@@ -150,7 +141,10 @@ class Phase:
         """Refuse, before the first step of the workload runs, what ``topology`` cannot run
         (the checks that need the live base facts come when the phase's steps do)."""
         if self.changes_links and getattr(topology, "kind", "") == "sensor-grid":
-            raise _no_links_on_a_grid()
+            raise InputError("this workload changes links, but a sensor grid gives no link "
+                             "facts: its links are nbr facts, which 'all' and 'sensors' load",
+                             hint="drop the link phases, or run the program on a network "
+                                  "topology (ts100, dense, ring, ...)")
 
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
         raise NotImplementedError
@@ -218,8 +212,10 @@ class Flap(Phase):
 
     def check(self, topology) -> None:
         super().check(topology)
-        if self.link is not None and not topology.has_link(*sorted(self.link)):
-            u, v = sorted(self.link)
+        if self.link is None:
+            return
+        u, v = sorted(self.link)
+        if not topology.has_link(u, v):
             raise InputError(f"flap: the topology has no link {u}-{v}",
                              hint="flap a link of the topology, or flap:random:N")
 
@@ -230,7 +226,6 @@ class Flap(Phase):
                 return
             u, v = ctx.rng.choice(present)
         else:
-            self.check(ctx.topology)
             u, v = sorted(self.link)
         tuples = ctx.link_tuples(u, v)
         if self.link is not None and not all(t in ctx.base.get("link", ()) for t in tuples):
@@ -271,7 +266,6 @@ class Sensors(Phase):
 
     def steps(self, ctx):
         topo = ctx.topology
-        self.check(topo)
         facts = {p: list(ts) for p, ts in topo.facts().items()
                  if not ctx.uses or p in ctx.uses}
         seeds = sorted(topo.seeds)
@@ -384,9 +378,13 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
     ------
     ndlog.errors.InputError
         Naming the offending phase; with ``topology``, also for what it cannot run (a flap
-        of a link it lacks, link phases on a sensor grid), before any step.
+        of a link it lacks, link phases on a sensor grid, a ``sensors`` phase elsewhere),
+        before any step: every engine expands its workload through this function, so the
+        phases' steps need not check again.
     """
     if isinstance(spec, Workload):
+        if topology is not None:
+            spec.check(topology)
         return spec
     is_sensor = topology is not None and getattr(topology, "kind", "") == "sensor-grid"
     text = (spec or "").strip() or ("sensors" if is_sensor else "insert:1.0")

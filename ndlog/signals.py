@@ -21,13 +21,14 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-__all__ = ["handling", "held", "STOPPING"]
+__all__ = ["handling", "held", "in_main_thread", "STOPPING"]
 
 #: the signals :func:`held` holds back by default
 STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
-def _main_thread() -> bool:
+def in_main_thread() -> bool:
+    """True in the main thread, the only one where Python runs signal handlers."""
     return threading.current_thread() is threading.main_thread()
 
 
@@ -48,7 +49,7 @@ def handling(sig: int, action: Callable | int) -> Iterator[None]:
     Outside the main thread nothing changes. A previous handler not set from Python
     (:func:`signal.getsignal` gives ``None``) cannot be put back and stays ``action``.
     """
-    if not _main_thread():
+    if not in_main_thread():
         yield
         return
     previous = signal.getsignal(sig)
@@ -99,7 +100,7 @@ def held(signals: tuple[int, ...] = STOPPING, note: str | None = None,
     between two of them) still leaves every one put back.
     """
     asked: list[int] = []
-    if not _main_thread():
+    if not in_main_thread():
         yield asked
         return
     previous = {sig: signal.getsignal(sig) for sig in signals}

@@ -1,7 +1,7 @@
-"""Wording of the messages and reports PSN prints: counts with their nouns.
+"""Wording of the messages and reports PSN prints: counts with their nouns, sizes in bytes.
 
 Role: small helpers that make printed text read naturally (``1 tuple``, ``2 tuples``,
-``1,000 steps``), shared by every package that prints (it sits in the language core, which
+``1,000 steps``, ``3.21 GiB``), shared by every package that prints (it sits in the language core, which
 every other package may import).
 
 Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
@@ -10,7 +10,7 @@ Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
 
 from __future__ import annotations
 
-__all__ = ["count_noun"]
+__all__ = ["count_noun", "format_bytes"]
 
 
 def count_noun(n: int, singular: str, plural: str | None = None) -> str:
@@ -42,3 +42,13 @@ def count_noun(n: int, singular: str, plural: str | None = None) -> str:
     """
     noun = singular if n == 1 else (plural if plural is not None else singular + "s")
     return f"{n:,} {noun}"
+
+
+def format_bytes(n: int) -> str:
+    """``3.21 GiB`` or ``512.0 MiB``; past any float (an estimate from a huge count), its
+    order of magnitude, ``10^393 GiB``."""
+    if n.bit_length() > 1000:
+        return f"10^{len(str(n >> 30)) - 1} GiB"
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.2f} GiB"
+    return f"{n / (1 << 20):.1f} MiB"

@@ -423,8 +423,12 @@ def test_link_phases_on_a_sensor_grid_are_refused():
     assert sim.steps == []                   # refused before the grid was loaded
 
 
-def test_a_flap_of_a_link_the_topology_lacks_is_refused_before_any_step():
-    """It was found after the earlier steps had run and printed their table."""
+@pytest.mark.parametrize("spec,refusal", [
+    ("all; flap:3-99:2", "flap: the topology has no link 3-99"),
+    ("all; sensors", "the sensors workload needs a sensor-grid")])
+def test_a_phase_the_topology_cannot_run_is_refused_before_any_step(spec, refusal):
+    """A flap of a link the ring lacks, and a sensors phase on it, were found after the
+    earlier steps had run and printed their table."""
     from pathlib import Path
 
     import psn
@@ -432,8 +436,8 @@ def test_a_flap_of_a_link_the_topology_lacks_is_refused_before_any_step():
     root = Path(__file__).resolve().parent.parent
     sim = Simulation(psn.parse((root / "examples" / "reachable.ndl").read_text()),
                      make("ring", n=8))
-    with pytest.raises(InputError, match="flap: the topology has no link 3-99"):
-        sim.run_workload("all; flap:3-99:2")
+    with pytest.raises(InputError, match=refusal):
+        sim.run_workload(spec)
     assert sim.steps == []
 
 
@@ -468,16 +472,3 @@ def test_virtual_time_has_a_ceiling_that_every_way_in_respects():
     with pytest.raises(InputError, match="the end of a 20 s wait at 1000000010 s"):
         s.advance(20)
     assert s.clock.now() == MAX_TIME - 10 and s.base_facts() == {"link": {(1, 2)}}
-
-
-def test_a_sensors_phase_on_a_network_topology_is_refused_before_any_step():
-    from pathlib import Path
-
-    import psn
-    from sim import Simulation
-    root = Path(__file__).resolve().parent.parent
-    sim = Simulation(psn.parse((root / "examples" / "reachable.ndl").read_text()),
-                     make("ring", n=8))
-    with pytest.raises(InputError, match="the sensors workload needs a sensor-grid"):
-        sim.run_workload("all; sensors")
-    assert sim.steps == []

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from ndlog.errors import InputError
+from ndlog.text import format_bytes
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
 from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
@@ -137,15 +138,9 @@ def check_size(name: str, limit: int | None, *,
     if not limit or need is None or need <= limit:
         return
     size = ", ".join(f"{k}={_short(v)}" for k, v in options.items()) or "its defaults"
-    raise InputError(f"topology {name} with {size} would take about {_gib(need)} to build, "
-                     f"over the memory limit of {_gib(limit)}",
+    raise InputError(f"topology {name} with {size} would take about {format_bytes(need)} "
+                     f"to build, over the memory limit of {format_bytes(limit)}",
                      hint=hint)
-
-
-def _gib(n: int) -> str:
-    if n.bit_length() > 1000:                       # past any float: its order of magnitude
-        return f"10^{len(str(n >> 30)) - 1} GiB"
-    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
 
 
 def _short(v) -> str:

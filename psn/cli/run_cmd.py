@@ -349,13 +349,12 @@ def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: fl
     """One step; when a limit (memory, derivation budget, a bound on updates) or Ctrl-C
     stops it, the steps completed so far are printed before the error propagates."""
     from engine import NotConvergedError
+    from engine.bursts import locate_error
     from engine.guards import AnnotationBudgetError, MemoryLimitError
     try:
         return runner.step(label, burst, advance)
     except InputError as exc:               # a deletion of what is not there: its line
-        update = getattr(exc, "update", None)
-        if update is not None and hasattr(burst, "locate"):
-            burst.locate(exc, update)
+        locate_error(exc, [burst])
         raise
     except (MemoryLimitError, AnnotationBudgetError, NotConvergedError,
             KeyboardInterrupt) as exc:

@@ -82,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "PROGRAM.counterexample.json in the current directory)")
     out.add_argument("--format", choices=("text", "json"), default="text",
                      help="text (default) or one JSON document")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, parser=p)       # a replay compares with the defaults
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return _replay(args)
     if not args.program:
         raise InputError("psn verify needs a PROGRAM file (or --replay FILE)")
-    from engine.bursts import read_burst_file
+    from engine.bursts import locate_error, read_burst_file
     from ndlog.output import program_shapes, read_facts_files
     from .options import load_program
     from provenance import get_scheme
@@ -116,9 +116,7 @@ def run(args: argparse.Namespace) -> int:
                           unsafe=args.unsafe, ship=args.ship, aggsel=args.aggsel,
                           shrinking=not args.no_shrink)
     except InputError as exc:           # a deletion of what is not there: its burst line
-        update = getattr(exc, "update", None)
-        for burst in bursts if update is not None else ():
-            burst.locate(exc, update)
+        locate_error(exc, bursts)
         raise
     written = None
     if result.counterexample is not None:
@@ -137,21 +135,20 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-#: (flag, dest, default) of what a replay takes from its file instead of the command line
-_REPLAYED = (("the program", "program", None), ("--facts", "facts", None),
-             ("--burst", "burst", None), ("--annotation", "annotation", "absorption"),
-             ("--scope", "scope", None), ("--fifo", "fifo", False), ("--ship", "ship", None),
-             ("--aggsel", "aggsel", "auto"), ("--unsafe", "unsafe", False),
-             ("--mode", "mode", "auto"), ("--budget", "budget", None), ("--seed", "seed", 0),
-             ("--jobs", "jobs", 1), ("--no-shrink", "no_shrink", False),
-             ("--counterexample", "counterexample", None))
+#: (flag, dest) of what a replay takes from its file instead of the command line
+_REPLAYED = (("the program", "program"), ("--facts", "facts"), ("--burst", "burst"),
+             ("--annotation", "annotation"), ("--scope", "scope"), ("--fifo", "fifo"),
+             ("--ship", "ship"), ("--aggsel", "aggsel"), ("--unsafe", "unsafe"),
+             ("--mode", "mode"), ("--budget", "budget"), ("--seed", "seed"),
+             ("--jobs", "jobs"), ("--no-shrink", "no_shrink"),
+             ("--counterexample", "counterexample"))
 
 
 def _replay(args: argparse.Namespace) -> int:
     from ..verify import Counterexample
 
-    ignored = [flag for flag, dest, default in _REPLAYED
-               if getattr(args, dest) not in (default, [])]
+    ignored = [flag for flag, dest in _REPLAYED
+               if getattr(args, dest) != args.parser.get_default(dest)]
     if ignored:
         print("psn verify: --replay takes the program, facts, bursts, settings and the "
               "schedule from the file; ignored: " + ", ".join(ignored), file=sys.stderr)

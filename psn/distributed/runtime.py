@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from ndlog.errors import EvaluationError, InputError, PSNError
-from ndlog.signals import held
+from ndlog.signals import held, in_main_thread
 
 __all__ = ["start_ray", "stop_ray", "startup_seconds", "resolve_ray_address",
            "parse_ray_address", "RayAddress", "translate_ray_error", "ray_errors",
@@ -468,8 +468,7 @@ def _sigterm_exits() -> None:
     from now on, as Ray's own driver handler did (with status 15): ``finally`` blocks and
     Ray's shutdown at exit run, where the default action ended the process and left Ray's
     processes running. Main thread only."""
-    if threading.current_thread() is threading.main_thread() \
-            and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    if in_main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
