@@ -33,15 +33,31 @@ class Burst(list):
     def __init__(self, updates=(), spans=(), source: str | None = None):
         super().__init__(updates)
         self.spans = list(spans)
-        self.source = source
+        #: the text each update comes from (one file's, or several after :meth:`merged`)
+        self.sources = [source] * len(self.spans)
+
+    @classmethod
+    def merged(cls, bursts) -> "Burst":
+        """One burst of every update of ``bursts`` in order (``psn run --overlap``), each
+        still knowing its file's line; updates of a plain list have none."""
+        out = cls()
+        for burst in bursts:
+            out.extend(burst)
+            if isinstance(burst, Burst):
+                out.spans.extend(burst.spans)
+                out.sources.extend(burst.sources)
+            else:
+                out.spans.extend([None] * len(burst))
+                out.sources.extend([None] * len(burst))
+        return out
 
     def locate(self, exc: PSNError, update: tuple) -> None:
         """Point ``exc``, if it has no position of its own, at the first ``update``."""
         if exc.span is not None:
             return
-        for item, span in zip(self, self.spans):
+        for item, span, source in zip(self, self.spans, self.sources):
             if item == update and span is not None:
-                exc.span, exc.source = span, self.source
+                exc.span, exc.source = span, source
                 return
 
 

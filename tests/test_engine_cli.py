@@ -90,11 +90,16 @@ def test_bad_burst_line_names_file_line_col(files, capsys):
     assert f"{files / 'bad.ndl'}:2:" in err and "^" in err
 
 
-def test_deleting_a_missing_fact_is_a_clear_error(files, capsys):
-    (files / "del.ndl").write_text("-link(@x, y).\n")
+def test_deleting_a_missing_fact_with_overlap_names_its_file_and_line(files, capsys):
+    """--overlap merges the bursts into one step; the error named the fact, not its line."""
+    (files / "ins.ndl").write_text("+link(@c, d).\n")
+    (files / "del.ndl").write_text("// first\n+link(@c, e).\n-link(@x, y).\n")
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
-                 "--burst", str(files / "del.ndl"), "--overlap"]) == 2
-    assert "link(@x, y)" in capsys.readouterr().err
+                 "--burst", str(files / "ins.ndl"), "--burst", str(files / "del.ndl"),
+                 "--overlap"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{files / 'del.ndl'}:3:2: error: cannot delete link(@x, y)")
+    assert "    -link(@x, y).\n     ^" in err
 
 
 def test_two_updates_on_one_burst_line_are_named_as_such():

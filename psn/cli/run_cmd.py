@@ -300,7 +300,8 @@ def plan_steps(args, runner, program, topology, facts: list, bursts: list):
             yield step.label, step.updates(), step.advance
             ctx.base = runner.base_facts()
     if args.overlap and bursts:
-        yield "all bursts", [u for _, b in bursts for u in b], 0.0
+        from engine.bursts import Burst
+        yield "all bursts", Burst.merged(b for _, b in bursts), 0.0
     else:
         for label, burst in bursts:
             yield label, burst, 0.0
