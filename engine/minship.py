@@ -503,16 +503,19 @@ class MinShip:
             else:
                 rec.h = new_h
             return
-        # H may keep dead variables until something is shipped from it: H is monotone, so
-        # a live derivation is absorbed by H iff by H with the dead variables false
         new_s = scheme.ship_restrict(ctx, shipped, names)
-        if self.worker_of is not None and have is not shipped:
-            # a stage shared by a worker's nodes: another node may ship from H with a
-            # context that has not seen these variables zeroed (or the sender's other dead
-            # variables), so H drops them now, whether or not S depends on them
-            have = rec.h = scheme.ship_restrict(ctx, have, names) or shipped
+        if have is not shipped:
+            # H drops its dead alternatives now, whether or not S depends on them: one S
+            # does not depend on stayed for good (H grew by one alternative per flap of a
+            # link it crossed, and every later derivation was tested against them all);
+            # and with a stage shared by a worker's nodes, another node may ship from H
+            # with a context that has not seen these variables zeroed
+            have = scheme.ship_restrict(ctx, have, names) or shipped
+            if have is not shipped and scheme.equal(ctx, have, shipped):
+                have = shipped
         if new_s is not None and scheme.equal(ctx, new_s, shipped):
             self.deletions_dropped += 1          # the shipped part does not depend on it
+            _put(table, tup, rec, shipped, have)
             return
         dead = names | scheme.ship_dead_names(ctx, shipped)
         if new_s is None:

@@ -232,17 +232,17 @@ def _is_false(bdd: BDDContext, a) -> bool:
     return type(a) is not tuple and a == bdd.false
 
 
-def zero_by(bdd: BDDContext, f, cube: Function, ids):
-    """A monotone ``f`` with the variables of the positive ``cube`` false; ``ids`` are the
-    insertion ids of the cube's ``x``-variables. A single derivation (a :data:`Cube`, or
-    a BDD known to be one) survives whole or not at all: a set test instead of a CUDD
-    call."""
+def zero_by(bdd: BDDContext, f, cube: Callable[[], Function], ids):
+    """A monotone ``f`` with the variables of the positive cube ``cube()`` false; ``ids``
+    are the insertion ids of the cube's ``x``-variables. A single derivation (a
+    :data:`Cube`, or a BDD known to be one) survives whole or not at all: a set test
+    instead of a CUDD call, and the cube is not built."""
     if type(f) is tuple:
         return f if ids.isdisjoint(f) else bdd.false
     known = bdd.known_cube(f)
     if known is not None:
         return f if known.isdisjoint(ids) else bdd.false
-    return bdd.zero_all(f, cube)
+    return bdd.zero_all(f, cube())
 
 
 #: Node-wide zeroings a node answers by scanning its facts before it indexes them
@@ -253,7 +253,8 @@ SCANS_BEFORE_INDEX = 3
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
-    __slots__ = ("bdd", "zeroed", "any_zeroed", "zcube", "zids", "node", "minship",
+    __slots__ = ("bdd", "zeroed", "any_zeroed", "_zcube", "_zpending", "zids", "node",
+                 "minship",
                  "swept", "scans", "holders", "formulas", "_agg_live", "_agg_next",
                  "_absent_next")
 
@@ -262,9 +263,9 @@ class AbsorptionContext:
         self.zeroed = ZeroSet()
         #: ``bool(zeroed)``, as a plain attribute: it is asked for every update shipped.
         self.any_zeroed = False
-        #: The conjunction of the zeroed variables, kept in step with ``zeroed``: zeroing a
-        #: provenance is then one CUDD call (:meth:`~provenance.bdd.BDDContext.zero_all`).
-        self.zcube: Function = bdd.true
+        #: The conjunction of the zeroed variables but ``_zpending`` (see :meth:`zcube`).
+        self._zcube: Function = bdd.true
+        self._zpending: list[str] = []
         #: The insertion ids of the zeroed ``x``-variables: zeroing a known single
         #: derivation (:meth:`~provenance.bdd.BDDContext.known_cube`) is a set test.
         self.zids: set[int] = set()
@@ -302,10 +303,25 @@ class AbsorptionContext:
         """Remember ``names`` as zeroed at this node."""
         for name in self.zeroed.add(names):
             self.any_zeroed = True
-            self.zcube = self.zcube & self.bdd.var(name)
+            self._zpending.append(name)
             i = insertion_id(name)
             if i is not None:
                 self.zids.add(i)
+
+    def zcube(self) -> Function:
+        """The conjunction of the zeroed variables: zeroing a provenance is then one CUDD
+        call (:meth:`~provenance.bdd.BDDContext.zero_all`). Brought up to date when a
+        BDD needs it, so that a run of single derivations (lazy MinShip's) never builds
+        it nor declares its variables in the manager. Extended by one variable at each
+        zeroing instead, it cost time and memory quadratic in the number of zeroed
+        variables: 3,000 flaps of one link of an 8-node ring grew the process by 110 MiB
+        and took 8.1 s."""
+        pending = self._zpending
+        if pending:
+            bdd = self.bdd
+            self._zcube = bdd.positive_cube(pending) & self._zcube
+            pending.clear()
+        return self._zcube
 
     def restrict(self, f: Function) -> Function:
         """``f`` (monotone) with every variable this node has seen zeroed set to false."""
@@ -640,7 +656,8 @@ class AbsorptionScheme(AnnotationScheme):
         zeroed = ctx.zeroed
         extra = [v for v in names if v not in zeroed] if names else ()
         if extra:
-            cube = bdd.conj([ctx.zcube, *(bdd.var(v) for v in extra)])
+            def cube():
+                return bdd.positive_cube(extra) & ctx.zcube()
             ids = ctx.zids.union(i for i in map(insertion_id, extra) if i is not None)
         elif zeroed:
             cube, ids = ctx.zcube, ctx.zids
@@ -648,14 +665,16 @@ class AbsorptionScheme(AnnotationScheme):
             return f
         false = bdd.false
         if type(f) is Alternatives:
-            fs, sets = [], []
+            fs, sets, c = [], [], None
             for h, s in zip(f.fs, f.ids):
                 if s is not None:                     # a single derivation: all or nothing
                     if ids.isdisjoint(s):
                         fs.append(h)
                         sets.append(s)
                     continue
-                g = bdd.zero_all(h, cube)
+                if c is None:
+                    c = cube()
+                g = bdd.zero_all(h, c)
                 if g != false:
                     fs.append(g)
                     sets.append(_ids_tuple(bdd.cube_ids(g)))

@@ -403,6 +403,18 @@ class BDDContext:
             out = out & f
         return out
 
+    def positive_cube(self, names: Iterable[str]) -> Function:
+        """The conjunction of the variables ``names`` (declared on first use), built from
+        the lowest level up, so that each AND adds one node above the cube built so far:
+        linear in the number of variables, where adding each one at the bottom of a long
+        cube rebuilds it (quadratic)."""
+        bdd = self.bdd
+        fs = [self.var(name) for name in names]
+        out = self.true
+        for f in sorted(fs, key=lambda g: bdd.level_of_var(g.var), reverse=True):
+            out = f & out
+        return out
+
     def disj(self, fs: Iterable[Function]) -> Function:
         """The OR of ``fs``, combined pairwise (a balanced tree of ORs): the OR of many
         path conjunctions, one at a time, makes every step pay for the whole growing

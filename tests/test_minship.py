@@ -575,3 +575,71 @@ def test_formula_absorbed_by_a_buffer_is_implied_by_an_alternative(seed):
             continue
         want = any(new <= as_function(bdd, h) for h in have.fs)
         assert scheme.ship_absorbs(ctx, have, new) == want
+
+
+def _buffers(net) -> list:
+    """Every MinShip record's buffered alternatives (lazy: tuples of insertion ids)."""
+    out = []
+    for node in net.nodes.values():
+        stage = stage_of(node)
+        for table in stage.records.values():
+            out += [rec.h.ids for rec in table.values()
+                    if type(rec) is Record and type(rec.h) is absorption.Alternatives]
+    return out
+
+
+def test_a_flapping_link_leaves_no_dead_alternative_buffered():
+    """Each re-insertion of a link gives its derivations fresh variables. A buffered
+    alternative through the link stayed in MinShip's record after the link's deletion
+    when the shipped derivation did not depend on it, so the buffers grew by one per flap
+    and every later derivation was tested against them all."""
+    links = [(i, (i + 1) % 8) for i in range(8)] + [((i + 1) % 8, i) for i in range(8)]
+    net = Network(REACH, {"link": links}, annotation="absorption", ship="lazy",
+                  delivery="random", seed=3).run()
+    for _ in range(30):
+        net.delete("link", (0, 1)).run()
+        net.insert("link", (0, 1)).run()
+        for node in net.nodes.values():
+            dead = net.context_of(node.id).zids
+            for ids in _buffers(net):
+                assert all(s is None or dead.isdisjoint(s) for s in ids)
+    assert net.relations() == psn.evaluate(REACH, {"link": links})
+    assert max(map(len, _buffers(net))) <= 3
+
+
+def test_zeroings_of_single_derivations_declare_no_bdd_variable():
+    """Lazy MinShip keeps single derivations as tuples, so zeroing them is a set test. The
+    conjunction of a node's zeroed variables (what zeroing a BDD takes) was extended at
+    every zeroing, declaring each variable in the manager and rebuilding the cube: time
+    and memory quadratic in the number of deletions. It is now built when a BDD needs it."""
+    links = [(i, (i + 1) % 8) for i in range(8)]
+    net = Network(REACH, {"link": links}, annotation="absorption", ship="lazy",
+                  delivery="fifo").run()
+    declared = net.context_of(0).bdd.num_vars
+    for _ in range(20):
+        net.delete("link", (3, 4)).run()
+        net.insert("link", (3, 4)).run()
+    assert len(net.context_of(0).zeroed) >= 20
+    assert net.context_of(0).bdd.num_vars == declared
+    assert net.relations() == psn.evaluate(REACH, {"link": links})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_cube_of_zeroed_variables_zeroes_bdds(seed):
+    """The zeroed variables' cube, brought up to date on demand, zeroes a BDD as zeroing
+    each variable in turn does, however the zeroings and the demands interleave."""
+    rng = random.Random(seed)
+    ctx = AbsorptionScheme().context(None, AbsorptionScheme().shared_context())
+    bdd = ctx.bdd
+    names = [var_name(i) for i in range(12)]
+    zeroed: list = []
+    for _ in range(6):
+        new = rng.sample(names, rng.randint(0, 3))
+        ctx.add_zeroed(frozenset(new))
+        zeroed += new
+        f = bdd.from_sets([rng.sample(names, rng.randint(1, 4)) for _ in range(5)])
+        want = f
+        for v in set(zeroed):
+            want = bdd.zero_all(want, bdd.var(v))
+        assert ctx.restrict(f) == want
+        assert ctx.zcube() == bdd.conj(bdd.var(v) for v in set(zeroed))

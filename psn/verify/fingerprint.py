@@ -46,7 +46,7 @@ SKIPPED_ATTRIBUTES = frozenset({
     "shipped_insertions", "buffered", "absorbed", "deletions_sent", "deletions_dropped",
     "held", "released", "entries",
     # derived from kept attributes
-    "bdd", "zcube", "zids", "holders", "any_zeroed",
+    "bdd", "_zcube", "_zpending", "zids", "holders", "any_zeroed",
     # static configuration and back references
     "selectors", "spec", "node", "mode", "window",
 })
