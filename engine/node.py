@@ -50,13 +50,15 @@ from operator import itemgetter
 from typing import Any, Callable, Protocol
 
 from provenance.base import NO_FIRE as _NO_FIRE
-from provenance.base import AnnotationBudgetExceeded
-
+from provenance.base import AnnotationBudgetExceeded, AnnotationScheme
 from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
 from .guards import UnsafeAnnotationError, budget_error
 from .program import CENTRAL, EngineProgram, absence_pred
+
+#: the count of a scheme that counts every stored fact once (see :meth:`Node.size`)
+_unit_count = AnnotationScheme.count
 
 __all__ = ["Node", "Update", "SendStage", "PickStage", "format_fact", "EVERY_FACT",
            "check_negation"]
@@ -693,9 +695,14 @@ class Node:
         return n
 
     def size(self) -> tuple[int, int]:
-        """(stored tuples, stored occurrences) over all relations."""
-        count = self.scheme.count
+        """(stored tuples, stored occurrences) over all relations. A scheme that counts
+        every stored fact once (sets, absorption) is answered without visiting the facts:
+        ``psn run`` asks after every step, for every node, and on a long workload the
+        visit was half of the run (1,000 link flaps on ``ts100``)."""
         tuples = sum(len(t) for t in self.state.values())
+        if getattr(type(self.scheme), "count", None) is _unit_count:
+            return tuples, tuples
+        count = self.scheme.count
         occ = sum(count(s) for t in self.state.values() for s in t.values())
         return tuples, occ
 

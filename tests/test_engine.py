@@ -442,3 +442,21 @@ def test_run_heartbeat_reports_deliveries_and_updates_in_flight():
     net.run(heartbeat=lambda d, f: beats.append((d, f)))
     assert [d for d, _ in beats] == list(range(1, net.polls + 1))
     assert all(f >= 0 for _, f in beats) and beats[-1][1] == 0
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "counting", "derivation", "dred",
+                                        "fifo-base", "original", "relative", "set"])
+def test_node_size_counts_every_stored_occurrence(annotation):
+    """A node's (tuples, occurrences) equals a visit of its stored facts with the scheme's
+    count, whether or not the scheme counts every fact once (which skips the visit)."""
+    two = "t two(@S, D) :- link(@S, Z), link(@Z, D).\n"
+    links = [(0, 1), (1, 2), (0, 2), (2, 3), (1, 3)]
+    net = Network(psn.parse(two), {"link": links}, annotation=annotation,
+                  delivery="fifo", unsafe=True).run()      # only sizes are checked
+    net.delete("link", (1, 2)).run()          # two(0, 3) keeps two derivations
+    for node in net.nodes.values():
+        count = net.scheme.count
+        facts = [s for t in node.state.values() for s in t.values()]
+        assert node.size() == (len(facts), sum(count(s) for s in facts))
+    if annotation == "counting":
+        assert net.metrics["state_occurrences"] > net.metrics["state_tuples"]
