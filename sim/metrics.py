@@ -24,18 +24,21 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import asdict, dataclass, field
+from operator import attrgetter, sub
 from pathlib import Path
-from typing import Hashable, Iterable
+from typing import Hashable, Iterable, NamedTuple
 
 from ndlog.files import atomic_open, write_atomic
 
-__all__ = ["Counters", "Tally", "StepResult", "write_json", "write_csv", "write_metrics",
-           "TALLY_FIELDS", "STATE_FIELDS"]
+__all__ = ["Counters", "Tally", "Snapshot", "StepResult", "write_json", "write_csv",
+           "write_metrics", "TALLY_FIELDS", "STATE_FIELDS"]
 
 #: traffic/processing fields of a :class:`Tally`
 TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates_recv",
                 "bytes_recv", "local_msgs", "local_updates", "local_bytes", "processed",
                 "batches")
+
+_values = attrgetter(*TALLY_FIELDS)
 
 #: state fields measured per node (see :func:`sim.simulation.state_figures`)
 STATE_FIELDS = ("tuples", "provenance_bytes", "state_bytes")
@@ -54,19 +57,18 @@ class Tally:
         for f in TALLY_FIELDS:
             setattr(self, f, 0)
 
+    def values(self) -> tuple:
+        """The counters in :data:`TALLY_FIELDS` order (what a :class:`Snapshot` keeps)."""
+        return _values(self)
+
     def as_dict(self) -> dict:
-        return {f: getattr(self, f) for f in TALLY_FIELDS}
+        return dict(zip(TALLY_FIELDS, _values(self)))
 
-    def minus(self, other: "Tally | None") -> dict:
-        if other is None:
+    def minus(self, before: tuple | None) -> dict:
+        """This tally less ``before``, its :meth:`values` earlier (None: nothing before)."""
+        if before is None:
             return self.as_dict()
-        return {f: getattr(self, f) - getattr(other, f) for f in TALLY_FIELDS}
-
-    def copy(self) -> "Tally":
-        t = Tally()
-        for f in TALLY_FIELDS:
-            setattr(t, f, getattr(self, f))
-        return t
+        return dict(zip(TALLY_FIELDS, map(sub, _values(self), before)))
 
 
 class Counters:
@@ -108,13 +110,20 @@ class Counters:
             t.processed += updates
             t.batches += 1
 
-    def snapshot(self) -> "Counters":
-        c = Counters()
-        c.nodes = {k: v.copy() for k, v in self.nodes.items()}
-        c.workers = {k: v.copy() for k, v in self.workers.items()}
-        c.total = self.total.copy()
-        c.injected = self.injected
-        return c
+    def snapshot(self) -> "Snapshot":
+        """The counters now, as tuples (a step's figures are the counters at its end
+        less these; taken and read once per step, for every node and worker)."""
+        return Snapshot({k: _values(v) for k, v in self.nodes.items()},
+                        {k: _values(v) for k, v in self.workers.items()},
+                        _values(self.total))
+
+
+class Snapshot(NamedTuple):
+    """:meth:`Counters.snapshot`: ``node -> values``, ``worker -> values``, totals."""
+
+    nodes: dict
+    workers: dict
+    total: tuple
 
 
 @dataclass
@@ -127,6 +136,8 @@ class StepResult:
     state figures and ``provenance_per_tuple`` their ratio. ``check`` is ``None`` (not
     checked), ``True`` or ``False``; ``diff`` lists up to a few differing tuples as
     ``(relation, "+"/"-", tuple)`` (``+``: the engine has it, the reference does not).
+    When every node is its own worker, of the same id, ``per_worker`` is ``per_node``
+    itself (the same rows, kept once).
     """
 
     index: int

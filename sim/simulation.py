@@ -177,7 +177,7 @@ class Simulation:
         self.uses = frozenset(self.program.predicates)
         self.steps: list[StepResult] = []
         self._expiry: dict = {}
-        self._snapshot = Counters()
+        self._snapshot = Counters().snapshot()
         self._phases: dict[str, int] = {}
         self.expired = 0
         if self.program.facts:        # facts in the program text: the engine queued them
@@ -485,14 +485,21 @@ class Simulation:
             result.traffic.update({k: v - self._phases.get(k, 0) for k, v in now.items()})
             self._phases = now
         per_node = {n: t.minus(snap.nodes.get(n)) for n, t in c.nodes.items()}
-        per_worker = {w: t.minus(snap.workers.get(w)) for w, t in c.workers.items()}
+        worker_of = self.placement.worker_of
+        # each node its own worker of the same id: the worker rows are the node rows, kept
+        # once (a 1,000-node step's two tables take over a megabyte)
+        shared = (c.workers.keys() == c.nodes.keys()
+                  and all(worker_of(n) == n for n in self.net.nodes))
+        per_worker = per_node if shared else {w: t.minus(snap.workers.get(w))
+                                              for w, t in c.workers.items()}
         if self.state_metrics:
             with relaxed_gc():            # it allocates: a full collection took seconds
                 states = state_figures(self.net, self._state_cache)
             for n, fig in states.items():
                 per_node.setdefault(n, dict.fromkeys(c.total.as_dict(), 0)).update(fig)
-                w = self.placement.worker_of(n)
-                row = per_worker.setdefault(w, dict.fromkeys(c.total.as_dict(), 0))
+                if shared:
+                    continue
+                row = per_worker.setdefault(worker_of(n), dict.fromkeys(c.total.as_dict(), 0))
                 for k in STATE_FIELDS:
                     row[k] = row.get(k, 0) + fig[k]
             totals = {k: sum(f[k] for f in states.values()) for k in STATE_FIELDS}

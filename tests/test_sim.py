@@ -472,3 +472,26 @@ def test_virtual_time_has_a_ceiling_that_every_way_in_respects():
     with pytest.raises(InputError, match="the end of a 20 s wait at 1000000010 s"):
         s.advance(20)
     assert s.clock.now() == MAX_TIME - 10 and s.base_facts() == {"link": {(1, 2)}}
+
+
+@pytest.mark.parametrize("workers", [None, 3])
+def test_worker_rows_sum_their_nodes_rows(workers):
+    """A worker's row of a step is the sum of its nodes' rows; with every node its own
+    worker (the default), the worker table is the node table itself, kept once."""
+    import psn
+    import topologies
+    from sim import Simulation
+    program = psn.parse("r1 reachable(@S, D) :- link(@S, D).\n"
+                        "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).\n")
+    topo = topologies.make("ring", n=6)
+    sim = Simulation(program, topo, annotation="absorption", seed=2, workers=workers)
+    links = sorted(topo.facts(2)["link"])
+    for r in (sim.step(insert={"link": links}), sim.step(delete={"link": links[:1]})):
+        assert (r.per_worker is r.per_node) == (workers is None)
+        sums: dict = {}
+        for n, row in r.per_node.items():
+            into = sums.setdefault(sim.placement.worker_of(n), dict.fromkeys(row, 0))
+            for k, v in row.items():
+                into[k] += v
+        assert sums == r.per_worker
+        assert r.per_node[0]["tuples"] > 0 and r.per_node[0]["msgs_sent"] > 0
