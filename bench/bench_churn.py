@@ -1,8 +1,10 @@
 """Benchmark of a long run with link churn: does the cost of a flap stay flat?
 
 Run: ``python -m bench.bench_churn`` from the checkout (``--flaps N``, ``--block K``,
-``--topology T``, ``--annotation A``, ``--seed S``). Reachability
-(``examples/reachable.ndl``) in the simulator, random delivery, the defaults of ``psn run``
+``--program P``, ``--topology T``, ``--annotation A``, ``--seed S``). Reachability
+(``examples/reachable.ndl``; ``--program shortest_path``: the shortest-path query, whose
+``min`` aggregates give every new result a fresh variable under absorption) in the
+simulator, random delivery, the defaults of ``psn run``
 (state figures measured after every step): every link inserted, then ``--flaps`` link
 flaps (default 1,000: each a deletion step and a re-insertion step, of a link drawn at
 random each time, the workload ``flap:random:N``). Per block of ``--block`` flaps (default
@@ -27,6 +29,7 @@ from .common import peak_rss_mb, print_header, print_table
 __all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PROGRAMS = ("reachable", "shortest_path")
 
 
 def _rss_mib() -> float:
@@ -55,11 +58,12 @@ def _held(simulation) -> tuple[int, int]:
     return zeroed, buffered
 
 
-def run(topology: str, annotation: str, flaps: int, block: int, seed: int) -> list[list]:
-    """The table's rows: one per block of flaps, then the check."""
+def run(program: str, topology: str, annotation: str, flaps: int, block: int,
+        seed: int) -> list[list]:
+    """The table's rows: one per block of flaps."""
     import psn
     import sim
-    program = psn.load(EXAMPLES / "reachable.ndl")
+    program = psn.load(EXAMPLES / f"{program}.ndl")
     simulation = sim.Simulation(program, topology, annotation=annotation, seed=seed,
                                 delivery="random")
     rows: list[list] = []
@@ -93,6 +97,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flaps", type=int, default=1000)
     ap.add_argument("--block", type=int, default=200)
+    ap.add_argument("--program", default="reachable", choices=PROGRAMS)
     ap.add_argument("--topology", default="ts100")
     ap.add_argument("--annotation", default="absorption")
     ap.add_argument("--seed", type=int, default=1)
@@ -101,8 +106,10 @@ def main(argv=None) -> None:
         ap.error("--flaps and --block must be at least 1")
     command = " ".join(["python -m bench.bench_churn"] + (argv if argv is not None
                                                           else sys.argv[1:]))
-    print_header(f"link churn on {args.topology}: the cost of a flap along the run", command)
-    rows = run(args.topology, args.annotation, args.flaps, args.block, args.seed)
+    print_header(f"link churn, {args.program} on {args.topology}: the cost of a flap along "
+                 "the run", command)
+    rows = run(args.program, args.topology, args.annotation, args.flaps, args.block,
+               args.seed)
     print_table(["flaps done", "ms per flap", "RSS MiB", "zeroed variables",
                  "buffered alternatives"], rows)
 
