@@ -232,16 +232,22 @@ def _is_false(bdd: BDDContext, a) -> bool:
     return type(a) is not tuple and a == bdd.false
 
 
-def zero_by(bdd: BDDContext, f, cube: Callable[[], Function], ids):
+def zero_by(bdd: BDDContext, f, cube: Callable[[], Function], ids,
+            zeroed: Callable[[str], bool]):
     """A monotone ``f`` with the variables of the positive cube ``cube()`` false; ``ids``
-    are the insertion ids of the cube's ``x``-variables. A single derivation (a
-    :data:`Cube`, or a BDD known to be one) survives whole or not at all: a set test
-    instead of a CUDD call, and the cube is not built."""
+    are the insertion ids of the cube's ``x``-variables, ``zeroed(name)`` tells whether a
+    variable is one of the cube's. A single derivation (a :data:`Cube`, or a BDD that is
+    one, over any variables) survives whole or not at all: a set test instead of a CUDD
+    call, and the cube is not built. (A CUDD call costs as much as the cube is long, and
+    the cube grows with every deletion a long run makes.)"""
     if type(f) is tuple:
         return f if ids.isdisjoint(f) else bdd.false
     known = bdd.known_cube(f)
     if known is not None:
         return f if known.isdisjoint(ids) else bdd.false
+    names = bdd.cube_names(f)
+    if names is not None:
+        return bdd.false if any(map(zeroed, names)) else f
     return bdd.zero_all(f, cube())
 
 
@@ -326,7 +332,7 @@ class AbsorptionContext:
         """``f`` (monotone) with every variable this node has seen zeroed set to false."""
         if not self.any_zeroed:
             return f
-        return zero_by(self.bdd, f, self.zcube, self.zids)
+        return zero_by(self.bdd, f, self.zcube, self.zids, self.zeroed.__contains__)
 
     def absence_var(self) -> tuple[str, Function]:
         """A fresh variable for a new absence at this node: ``n<node>.<k>``, never made
@@ -655,30 +661,36 @@ class AbsorptionScheme(AnnotationScheme):
         zeroed = ctx.zeroed
         extra = [v for v in names if v not in zeroed] if names else ()
         if extra:
+            built: list = []
+            more = frozenset(extra)
+
             def cube():
-                return bdd.positive_cube(extra) & ctx.zcube()
+                if not built:
+                    built.append(bdd.positive_cube(extra) & ctx.zcube())
+                return built[0]
+
+            def dead(name):
+                return name in zeroed or name in more
             ids = ctx.zids.union(i for i in map(insertion_id, extra) if i is not None)
         elif zeroed:
-            cube, ids = ctx.zcube, ctx.zids
+            cube, ids, dead = ctx.zcube, ctx.zids, zeroed.__contains__
         else:
             return f
         false = bdd.false
         if type(f) is Alternatives:
-            fs, sets, c = [], [], None
+            fs, sets = [], []
             for h, s in zip(f.fs, f.ids):
                 if s is not None:                     # a single derivation: all or nothing
                     if ids.isdisjoint(s):
                         fs.append(h)
                         sets.append(s)
                     continue
-                if c is None:
-                    c = cube()
-                g = bdd.zero_all(h, c)
+                g = zero_by(bdd, h, cube, ids, dead)
                 if g != false:
                     fs.append(g)
                     sets.append(_ids_tuple(bdd.cube_ids(g)))
             return None if not fs else fs[0] if len(fs) == 1 else Alternatives(fs, sets)
-        f = zero_by(bdd, f, cube, ids)
+        f = zero_by(bdd, f, cube, ids, dead)
         return None if _is_false(bdd, f) else f
 
     def ship_absorbs(self, ctx, have, new) -> bool:

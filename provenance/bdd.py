@@ -613,6 +613,17 @@ class BDDContext:
                 del csets[k]
         csets[key] = (f, ids)                     # f keeps the node (and so the key) alive
 
+    def cube_names(self, f: Function) -> list[str] | None:
+        """The names of the variables of ``f`` if it is a positive cube, over any variables
+        (one derivation, an aggregate's or an absence's variable included), else None: a
+        walk down its high branches, as long as the cube, that stops at the first node of
+        a formula whose low branch is not false."""
+        taken = self._cube_taken(f)
+        if taken is None:
+            return None
+        names_at = self._names_at
+        return [names_at[i] for i in taken]
+
     def _cube_taken(self, f: Function) -> list[int] | None:
         """The CUDD indexes of a positive cube's variables, top down; None otherwise."""
         F, T = self._true_key | 1, self._true_key

@@ -643,3 +643,25 @@ def test_the_cube_of_zeroed_variables_zeroes_bdds(seed):
             want = bdd.zero_all(want, bdd.var(v))
         assert ctx.restrict(f) == want
         assert ctx.zcube() == bdd.conj(bdd.var(v) for v in set(zeroed))
+
+
+def test_a_derivation_through_an_aggregate_is_zeroed_by_a_name_test():
+    """A single derivation holding an aggregate's (or an absence's) variable is a BDD
+    cube, not a tuple of insertion ids. Zeroing it went through CUDD with the cube of
+    every variable the node had seen zeroed, a cost that grew with each deletion of a long
+    run (shortest path under link churn); it is now a test of its variables' names, and
+    the node's cube is not built."""
+    scheme = AbsorptionScheme()
+    ctx = scheme.context("n", scheme.shared_context())
+    bdd = ctx.bdd
+    agg = scheme.aggregate(ctx, ("minCost", ("n", "d", 3)))
+    f = bdd.and_all([bdd.cube_function((4, 7)), agg])
+    assert bdd.known_cube(f) is None and bdd.cube_names(f) is not None
+    ctx.add_zeroed(frozenset({var_name(5), "a_other"}))
+    assert ctx.restrict(f) == f
+    ctx.add_zeroed(bdd.support(agg))
+    assert ctx.restrict(f) == bdd.false
+    assert ctx._zpending                              # the cube was never needed
+    g = bdd.and_all([bdd.cube_function((4,)), agg]) | bdd.cube_function((8,))
+    assert bdd.cube_names(g) is None                  # a formula: CUDD, with the cube
+    assert ctx.restrict(g) == bdd.cube_function((8,)) and not ctx._zpending
