@@ -70,8 +70,24 @@ def test_minship_at_worker_runs_and_checks(tmp_path, capsys):
     rc = main(["run", str(EXAMPLES / "reachable_liu.ndl"), "--facts", str(f),
                "--minship-at", "worker", "--workers", "2", "--check", "--format", "json"])
     assert rc == 0
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["run"]["minship_at"] == "worker"
+    assert "note:" not in captured.err
+
+
+@pytest.mark.parametrize("engine", ["memory", "sim"])
+def test_minship_at_worker_with_a_worker_per_node_says_it_is_per_node(tmp_path, capsys,
+                                                                      engine):
+    """Without --workers every node is its own worker: the run was MinShip per node, and
+    nothing said so."""
+    f = tmp_path / "l.facts"
+    f.write_text("link(@1,2). link(@2,3). link(@3,1).\n")
+    rc = main(["run", str(EXAMPLES / "reachable_liu.ndl"), "--facts", str(f),
+               "--engine", engine, "--minship-at", "worker", "--check"])
+    assert rc == 0
+    assert ("note: every node is its own worker here, so --minship-at worker is MinShip "
+            "per node; give --workers N") in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -97,12 +97,24 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
         try:
             _check_relation_names(args, runner)
             _check_why_supported(runner, wanted)
+            _note_minship_per_node(args, options, runner)
             rows = _run_steps(args, runner, program, topology, facts, bursts)
             return Outcome(runner.describe(), rows, runner.relations(), runner.base_facts(),
                            runner.metrics(), [(text, _why(runner, pred, tup))
                                               for text, pred, tup in wanted])
         finally:
             runner.close()
+
+
+def _note_minship_per_node(args, options, runner) -> None:
+    """``--minship-at worker`` where every node is its own worker (the in-memory engine and
+    the simulator without ``--workers`` or ``--placement``) is MinShip per node: say so
+    rather than let the run look as if a stage were shared."""
+    if (args.minship_at == "worker" and runner.engine != "ray"
+            and options.workers is None and options.placement is None):
+        print("note: every node is its own worker here, so --minship-at worker is MinShip "
+              "per node; give --workers N or --placement to share a stage among the nodes "
+              "of a worker", file=sys.stderr)
 
 
 def _check_relation_names(args, runner) -> None:
