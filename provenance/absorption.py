@@ -260,9 +260,8 @@ class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "_zcube", "_zpending", "zids", "node",
-                 "minship",
-                 "swept", "scans", "holders", "formulas", "_agg_live", "_agg_next",
-                 "_absent_next")
+                 "minship", "swept", "scans", "holders", "formulas", "_agg_live",
+                 "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
