@@ -20,6 +20,7 @@ Deliberately not here: assertions (a benchmark reports; tests never time anythin
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,6 @@ def _rss_mib() -> float:
     """Resident memory of this process now, in MiB (``/proc``; the peak elsewhere)."""
     try:
         with open("/proc/self/statm") as f:
-            import resource
             return int(f.read().split()[1]) * resource.getpagesize() / 2 ** 20
     except OSError:
         return peak_rss_mb()
@@ -83,7 +83,7 @@ def run(program: str, topology: str, annotation: str, flaps: int, block: int,
         zeroed, buffered = _held(simulation)
         rows.append([done[0], (now - done[1]) / (done[0] - first) * 1000, _rss_mib(),
                      zeroed, buffered])
-        done[1] = now
+        done[1] = time.perf_counter()         # the next block without this count
 
     t0 = time.perf_counter()
     simulation.run_workload(f"all; flap:random:{flaps}", callback=measure, progress=False)
