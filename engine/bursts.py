@@ -52,10 +52,12 @@ class Burst(list):
         return out
 
     def locate(self, exc: PSNError, update: tuple) -> None:
-        """Point ``exc``, if it has no position of its own, at the first ``update``."""
+        """Point ``exc``, if it has no position of its own, at the last ``update`` (a
+        deletion of a fact that is not there: the earlier ones deleted what was)."""
         if exc.span is not None:
             return
-        for item, span, source in zip(self, self.spans, self.sources):
+        for item, span, source in zip(reversed(self), reversed(self.spans),
+                                      reversed(self.sources)):
             if item == update and span is not None:
                 exc.span, exc.source = span, source
                 return
@@ -64,8 +66,8 @@ class Burst(list):
 def locate_error(exc: PSNError, bursts) -> None:
     """Point ``exc``, an error about one update (its ``update`` attribute: the ledger's
     deletion of a fact that is not there), at that update's line in the first of
-    ``bursts`` that holds it; nothing for another error, or bursts that are not
-    :class:`Burst` (merged, or built in Python)."""
+    ``bursts`` that holds it (:meth:`Burst.locate`); nothing for another error, or bursts
+    that are not :class:`Burst` (built in Python)."""
     update = getattr(exc, "update", None)
     if update is None:
         return

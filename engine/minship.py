@@ -45,8 +45,11 @@ finds the facts by a scan for its first node-wide zeroings and by an index of it
 their variables after that (the scheme's ``zero_everywhere``), so a run without deletions
 pays nothing, and a variable already swept from a node is not searched for again.
 
-``H`` may keep dead variables until something is shipped from it (then it is restricted
-first): being monotone, it absorbs a live derivation iff its live part does. Lazy shipping
+``H`` drops its dead alternatives at every deletion that reaches the record, whether or
+not ``S`` depends on them (kept, they piled up with every flap of a link, and every new
+derivation was tested against them); variables zeroed at the node by other deletions may
+stay in ``H`` until something is shipped from it (then it is restricted first): being
+monotone, it absorbs a live derivation iff its live part does. Lazy shipping
 ships *one* derivation at a time (a minimal satisfying set of the provenance,
 ``ship_one``), so what crosses the network is a conjunction of base variables, never the
 whole buffered formula.
@@ -90,8 +93,9 @@ Sec. 3: a query processor is the proxy of the devices of its sub-network), so ``
 derive towards one destination is shipped once. The stage then works in the context of
 whichever node is sending; one that has seen fewer variables zeroed could ship a buffered
 alternative another node knows to be dead, whose death that node has already sent through
-(or filtered in) this record, so a shared stage drops the dead alternatives from ``H`` at
-every deletion that reaches the record. Aggregate selection applies towards other workers.
+(or filtered in) this record; that is one more reason why ``H`` drops its dead
+alternatives at every deletion that reaches the record. Aggregate selection applies
+towards other workers.
 With one node per worker this is the per-node stage.
 
 The stage also hosts the *sending side* of aggregate selection (Liu Sec. 6: AggSel is
@@ -510,8 +514,8 @@ class MinShip:
             # link it crossed, and every later derivation was tested against them all);
             # and with a stage shared by a worker's nodes, another node may ship from H
             # with a context that has not seen these variables zeroed
-            have = scheme.ship_restrict(ctx, have, names) or shipped
-            if have is not shipped and scheme.equal(ctx, have, shipped):
+            have = scheme.ship_restrict(ctx, have, names)
+            if have is None or scheme.equal(ctx, have, shipped):
                 have = shipped
         if new_s is not None and scheme.equal(ctx, new_s, shipped):
             self.deletions_dropped += 1          # the shipped part does not depend on it

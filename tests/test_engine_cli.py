@@ -102,6 +102,19 @@ def test_deleting_a_missing_fact_with_overlap_names_its_file_and_line(files, cap
     assert "    -link(@x, y).\n     ^" in err
 
 
+def test_a_second_deletion_of_a_fact_is_the_one_named(files, capsys):
+    """The first deletion of link(@a, b) deletes it, the second has nothing to delete:
+    the error pointed at the first, in another file once --overlap merged the bursts."""
+    (files / "d1.ndl").write_text("+link(@c, d).\n-link(@a, b).\n")
+    (files / "d2.ndl").write_text("+link(@d, e).\n-link(@a, b).\n")
+    for extra in ([], ["--overlap"]):
+        assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"),
+                     "--burst", str(files / "d1.ndl"), "--burst", str(files / "d2.ndl"),
+                     *extra]) == 2
+        assert capsys.readouterr().err.startswith(
+            f"{files / 'd2.ndl'}:2:2: error: cannot delete link(@a, b)"), extra
+
+
 def test_two_updates_on_one_burst_line_are_named_as_such():
     """The error listed the program grammar's tokens ('#hidden', 'materialize', ...)."""
     from engine.bursts import parse_burst
