@@ -31,6 +31,7 @@ __all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROGRAMS = ("reachable", "shortest_path")
+ANNOTATIONS = ("absorption", "dred", "relative")
 
 
 def _rss_mib() -> float:
@@ -99,7 +100,8 @@ def main(argv=None) -> None:
     ap.add_argument("--block", type=int, default=200)
     ap.add_argument("--program", default="reachable", choices=PROGRAMS)
     ap.add_argument("--topology", default="ts100")
-    ap.add_argument("--annotation", default="absorption")
+    ap.add_argument("--annotation", default="absorption", choices=ANNOTATIONS,
+                    help="a scheme that deletes exactly on recursive programs")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     if args.flaps < 1 or args.block < 1:
