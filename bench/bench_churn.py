@@ -20,27 +20,17 @@ Deliberately not here: assertions (a benchmark reports; tests never time anythin
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import time
 from pathlib import Path
 
-from .common import peak_rss_mb, print_header, print_table
+from .common import print_header, print_table
 
 __all__ = ["main"]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROGRAMS = ("reachable", "shortest_path")
 ANNOTATIONS = ("absorption", "dred", "relative")
-
-
-def _rss_mib() -> float:
-    """Resident memory of this process now, in MiB (``/proc``; the peak elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * resource.getpagesize() / 2 ** 20
-    except OSError:
-        return peak_rss_mb()
 
 
 def _held(simulation) -> tuple[int, int]:
@@ -64,6 +54,7 @@ def run(program: str, topology: str, annotation: str, flaps: int, block: int,
     """The table's rows: one per block of flaps."""
     import psn
     import sim
+    from engine.guards import current_rss
     program = psn.load(EXAMPLES / f"{program}.ndl")
     simulation = sim.Simulation(program, topology, annotation=annotation, seed=seed,
                                 delivery="random")
@@ -82,8 +73,8 @@ def run(program: str, topology: str, annotation: str, flaps: int, block: int,
         now = time.perf_counter()
         first = rows[-1][0] if rows else 0
         zeroed, buffered = _held(simulation)
-        rows.append([done[0], (now - done[1]) / (done[0] - first) * 1000, _rss_mib(),
-                     zeroed, buffered])
+        rows.append([done[0], (now - done[1]) / (done[0] - first) * 1000,
+                     current_rss() / 2 ** 20, zeroed, buffered])
         done[1] = time.perf_counter()         # the next block without this count
 
     t0 = time.perf_counter()

@@ -522,13 +522,10 @@ class MinShip:
             _put(table, tup, rec, shipped, have)
             return
         dead = names | scheme.ship_dead_names(ctx, shipped)
-        if new_s is None:
-            new_h = scheme.ship_restrict(ctx, have, names)
-            if new_h is not None:                # alternatives first, then the deletion
-                new_s = self._first(scheme, ctx, self._minimal(scheme, ctx, new_h))
-                res.append((dst, (1, pred, tup, new_s)))
-                self.shipped_insertions += 1
-                have = new_h
+        if new_s is None and have is not shipped:   # H, restricted above, has a live one
+            new_s = self._first(scheme, ctx, self._minimal(scheme, ctx, have))
+            res.append((dst, (1, pred, tup, new_s)))   # alternatives first, then the deletion
+            self.shipped_insertions += 1
         if zeros is None:                        # this node: the fact's own deletion
             res.append((dst, (-1, pred, tup, scheme.ship_zeroing(ctx, dead))))
             self.deletions_sent += 1

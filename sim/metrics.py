@@ -38,6 +38,7 @@ TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates
                 "bytes_recv", "local_msgs", "local_updates", "local_bytes", "processed",
                 "batches")
 
+#: a tally's counters as a tuple, in :data:`TALLY_FIELDS` order
 _values = attrgetter(*TALLY_FIELDS)
 
 #: state fields measured per node (see :func:`sim.simulation.state_figures`)
@@ -57,15 +58,12 @@ class Tally:
         for f in TALLY_FIELDS:
             setattr(self, f, 0)
 
-    def values(self) -> tuple:
-        """The counters in :data:`TALLY_FIELDS` order (what a :class:`Snapshot` keeps)."""
-        return _values(self)
-
     def as_dict(self) -> dict:
         return dict(zip(TALLY_FIELDS, _values(self)))
 
     def minus(self, before: tuple | None) -> dict:
-        """This tally less ``before``, its :meth:`values` earlier (None: nothing before)."""
+        """This tally less ``before``, its counters in :data:`TALLY_FIELDS` order at a
+        :meth:`Counters.snapshot` (None: nothing before)."""
         if before is None:
             return self.as_dict()
         return dict(zip(TALLY_FIELDS, map(sub, _values(self), before)))
