@@ -128,11 +128,14 @@ class Meter:
     (:class:`TrafficMetrics`).
 
     Every transport (in-memory, simulator, Ray) owns one. A message from a node to itself is
-    free (``local_tuples``); any other message is encoded in the sender's annotation context
-    and counted as a message of ``len(data)`` bytes, between workers or inside one (the
+    free (``local_tuples``); any other message is counted as the length of its encoding in
+    the sender's annotation context, between workers or inside one (the
     :class:`~engine.placement.Placement` decides). The receiver gets the updates rebuilt from
     the bytes in its own context when ``roundtrip`` is on, or when the annotations are bound
-    to a context the receiver does not share (another CUDD manager).
+    to a context the receiver does not share (another CUDD manager); only then, or when
+    ``bytes_across`` asks for the bytes of a message between workers, are the bytes built.
+    Otherwise the message is measured (:meth:`engine.wire.Codec.measure`: the same length,
+    without serializing absorption's single derivations or packing twice).
 
     Parameters
     ----------
@@ -145,6 +148,9 @@ class Meter:
     def __init__(self, placement: Placement, roundtrip: bool = False):
         self.placement = placement
         self.roundtrip = roundtrip
+        #: a message between workers is always encoded (set by a transport whose workers
+        #: are processes); else only when the receiver decodes it (:meth:`must_rebuild`)
+        self.bytes_across = False
         self.metrics = TrafficMetrics()
         self.codec: Codec | None = None
         self.context_of: Callable[[Any], Any] = lambda node: None
@@ -158,22 +164,28 @@ class Meter:
         """Count ``n`` updates a node sends to itself (free)."""
         self.metrics.count(src, self.placement.worker(src), "local_tuples", n)
 
-    def encode(self, src: Any, dst: Any, updates: list) -> tuple[bytes | None, bool]:
-        """Encode and count one message from ``src`` to another node ``dst``.
+    def encode(self, src: Any, dst: Any, updates: list) -> tuple[bytes | None, int, bool]:
+        """Count one message from ``src`` to another node ``dst``.
 
-        Returns ``(data, crosses)``: the message's bytes (``None`` without a codec) and
-        whether it crosses workers.
+        Returns ``(data, size, crosses)``: the message's bytes when somebody reads them
+        (the receiver must decode them, :meth:`must_rebuild`, or the message crosses
+        workers and ``bytes_across`` is set), else ``None``; its size in bytes, the same
+        either way (:meth:`engine.wire.Codec.measure`); and whether it crosses workers.
         """
         place = self.placement.worker
-        wsrc, wdst = place(src), place(dst)
+        wsrc = place(src)
+        crosses = wsrc != place(dst)
         codec = self.codec
         if codec is None:
             data, size, ann_bytes = None, 0, 0
-        else:
+        elif (crosses and self.bytes_across) or self.must_rebuild(src, dst, crosses):
             data, ann_bytes = codec.encode_measured(updates, self.context_of(src))
             size = len(data)
-        self.metrics.message(src, wsrc, len(updates), size, ann_bytes, wsrc != wdst)
-        return data, wsrc != wdst
+        else:
+            data = None
+            size, ann_bytes = codec.measure(updates, self.context_of(src))
+        self.metrics.message(src, wsrc, len(updates), size, ann_bytes, crosses)
+        return data, size, crosses
 
     def must_rebuild(self, src: Any, dst: Any, crosses: bool) -> bool:
         """True if ``dst`` must decode the message from its bytes (see the class doc)."""
@@ -193,10 +205,8 @@ class Meter:
         if src == dst:
             self.local(src, len(updates))
             return updates, None
-        data, crosses = self.encode(src, dst, updates)
-        if self.must_rebuild(src, dst, crosses):
-            return updates, data
-        return updates, None
+        data, _, crosses = self.encode(src, dst, updates)
+        return updates, (data if self.must_rebuild(src, dst, crosses) else None)
 
 
 class Metered:

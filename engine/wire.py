@@ -53,6 +53,18 @@ def _encode(updates, scheme, ctx, measure: bool) -> tuple[bytes, int]:
     return packed, len(packed) - len(_packb([r[:3] for r in rows]))
 
 
+def _measure(updates, scheme, ctx) -> tuple[int, int]:
+    """``(len(encode_updates(...)), annotation bytes)`` without building the message: a row
+    is a msgpack array of 3 or 4 items (a one-byte header either way), so the message
+    packs to its rows without annotations plus each annotation's own encoding, which the
+    scheme's ``wire_size`` counts (absorption's single derivations without serializing)."""
+    base = len(_packb([u[:3] for u in updates]))
+    if scheme is None or not scheme.ships_annotations:
+        return base, 0
+    ann = scheme.wire_size(ctx, [u[3] for u in updates], packed_items_size)
+    return base + ann, ann
+
+
 def _packb(obj) -> bytes:
     try:
         return packb(obj)
@@ -92,6 +104,12 @@ class Codec:
         """The encoded bytes and the bytes of the serialized annotations inside them
         (per-tuple provenance size, summed), serializing each annotation once."""
         return _encode(updates, self.scheme, ctx, True)
+
+    def measure(self, updates: list, ctx: Any = None) -> tuple[int, int]:
+        """``(len(encode(updates, ctx)), annotation bytes)``, as :meth:`encode_measured`
+        counts them, without building the bytes: what a transport counts for a message
+        its receiver takes as objects (the simulator's, inside one Ray worker)."""
+        return _measure(updates, self.scheme, ctx)
 
     def decode(self, data: bytes, ctx: Any = None) -> list[tuple]:
         return decode_updates(data, self.scheme, ctx)

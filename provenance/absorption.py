@@ -97,7 +97,7 @@ manager and wire form themselves (:mod:`provenance.bdd`), the driver's ledger.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import defaultdict
 from itertools import compress, repeat
 from operator import contains, not_
 from typing import Any, Callable, Iterable
@@ -105,7 +105,7 @@ from typing import Any, Callable, Iterable
 from ndlog.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
-from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chain_overhead, format_fact,
+from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chains_overhead, format_fact,
                   insertion_id, var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
@@ -592,7 +592,7 @@ class AbsorptionScheme(AnnotationScheme):
         cubes = [a for a in anns if type(a) is tuple]
         rest = [a for a in anns if type(a) is not tuple] if len(cubes) < len(anns) else ()
         return (packed_size(cubes)
-                + sum(k * chain_overhead(n) for n, k in Counter(map(len, cubes)).items())
+                + chains_overhead([len(c) for c in cubes])
                 + (super().wire_size(ctx, rest, packed_size) if rest else 0))
 
     def deserialize(self, ctx, data):

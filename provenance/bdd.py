@@ -66,6 +66,7 @@ __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
     "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function", "chain_ids",
     "chain_overhead",
+    "chains_overhead",
 ]
 
 Function = _cudd.Function
@@ -249,6 +250,15 @@ def chain_overhead(n: int) -> int:
 
 
 _CHAIN_OVERHEAD: dict[int, int] = {}
+
+
+def chains_overhead(lengths: list[int]) -> int:
+    """``sum(chain_overhead(n) for n in lengths)``, looked up in a table for cubes of
+    fewer than 64 variables (a message's cubes, counted by every transport)."""
+    try:
+        return sum(map(_SHORT_CHAINS.__getitem__, lengths))
+    except IndexError:
+        return sum(map(chain_overhead, lengths))
 
 
 def chain_ids(data) -> list[int] | None:
@@ -989,3 +999,6 @@ def _str_name(x) -> str:
         raise WireError(f"variable name {x!r} is neither an int nor a str")
     return x
 
+
+#: chain_overhead(n) for n < 64 (chains_overhead)
+_SHORT_CHAINS = tuple(chain_overhead(n) for n in range(64))

@@ -298,11 +298,10 @@ class SimTransport(Metered):
             meter.local(src, n)
             self.counters.record_send(src, dst, wsrc, wsrc, n, 0, True)
             return None
-        data, crosses = meter.encode(src, dst, updates)
+        data, size, crosses = meter.encode(src, dst, updates)
         wdst = self.placement.worker(dst)
-        self.counters.record_send(src, dst, wsrc, wdst, n, 0 if data is None else len(data),
-                                  not crosses)
-        return data if meter.must_rebuild(src, dst, crosses) else None
+        self.counters.record_send(src, dst, wsrc, wdst, n, size, not crosses)
+        return data
 
     def _schedule(self, when: float, src, dst, updates: list, data) -> None:
         if self.trace is not None:

@@ -58,6 +58,7 @@ class ShardTransport(Metered):
         self.index = index
         self.clock = LogicalClock()
         self.meter = Meter(placement, roundtrip)
+        self.meter.bytes_across = True          # another worker is another process
         self.outbox: dict[int, list] = {}
         self._local: list[tuple[Any, list]] = []
         self._count = 0
@@ -71,7 +72,7 @@ class ShardTransport(Metered):
                 meter.local(src, len(updates))
             self._keep(dst, updates)
             return
-        data, crosses = meter.encode(src, dst, updates)
+        data, _, crosses = meter.encode(src, dst, updates)
         if crosses:
             self.outbox.setdefault(self.placement.worker(dst), []).append((dst, data))
         elif meter.must_rebuild(src, dst, crosses):
