@@ -296,3 +296,19 @@ def test_ray_failures_name_a_fix(exc, expected):
 @pytest.mark.parametrize("exc", [ValueError("x"), KeyboardInterrupt(), InputError("y")])
 def test_other_exceptions_are_not_translated(exc):
     assert translate_ray_error(exc) is None
+
+
+def test_a_local_runtime_keeps_token_authentication_without_rays_notice():
+    """Ray enables token authentication for a new local cluster and says so on stderr;
+    ``start_ray`` leaves it on and drops the notice."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
+    code = ("import os\n"
+            "from psn.distributed.runtime import start_ray, stop_ray\n"
+            "start_ray()\n"
+            "print(os.environ.get('RAY_AUTH_MODE'))\n"
+            "stop_ray()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "token"
+    assert "Token authentication" not in done.stderr, done.stderr

@@ -47,6 +47,7 @@ Deliberately not here: actors (``psn.distributed.actor``), runs and recovery
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import os
 import signal
@@ -452,6 +453,7 @@ def start_ray(address: str | None = None, *, num_cpus: int | None = None,
             _join(ray, target)
         else:
             _loopback_only()
+            _quiet_token_notice()
             ray.init(address="local", num_cpus=num_cpus or LOCAL_CPUS,
                      include_dashboard=False, _node_ip_address="127.0.0.1",
                      log_to_driver=False, configure_logging=False,
@@ -511,6 +513,27 @@ def _join(ray, target: str) -> None:
     finally:
         if saved is None:
             os.environ.pop("RAY_gcs_server_port_wait_time_s", None)
+
+
+#: Ray's logger that announces, at every new local cluster, the token authentication it
+#: turns on by default
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _TokenNotice(logging.Filter):
+    """Drops Ray's notice that a new local cluster has token authentication on (it stays
+    on): a line on stderr at every ``psn run --engine ray`` that asks nothing of the user."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(
+            "Token authentication is enabled for this Ray cluster.")
+
+
+def _quiet_token_notice() -> None:
+    """Install :class:`_TokenNotice` on Ray's authentication logger, once."""
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    if not any(isinstance(f, _TokenNotice) for f in logger.filters):
+        logger.addFilter(_TokenNotice())
 
 
 def _loopback_only() -> None:
