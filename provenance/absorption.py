@@ -66,9 +66,11 @@ dead variable is restricted away on arrival. Why this is reorder-tolerant:
 ``docs/provenance.md``, "Negation".
 
 Aggregate results (maintained by the engine's aggregate operator) get a fresh
-variable per emitted result tuple, named ``a<node>.<n>``; the operator's later deletion of the
-same tuple carries that variable (the context pairs the calls), so facts derived from an
-aggregate result are zeroed with it.
+variable per emitted result tuple, ``x<id>`` with a negative id the node makes itself,
+unique in the run (:func:`~provenance.bdd.node_var_id`), kept as a :data:`Cube` like a
+base insertion's; the operator's later deletion of the same tuple carries that variable
+(the context pairs the calls), so facts derived from an aggregate result are zeroed with
+it.
 
 Registered by name (``get_scheme("absorption")``) with lazy MinShip as its default
 shipping (:mod:`engine.minship`); an :class:`AbsorptionScheme` built directly ships
@@ -106,7 +108,7 @@ from ndlog.builtins import format_value
 
 from .base import NO_FIRE, AnnotationScheme
 from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chains_overhead, format_fact,
-                  insertion_id, var_name)
+                  insertion_id, node_var_id, var_key, var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
            "as_cube", "as_function"]
@@ -300,7 +302,7 @@ class AbsorptionContext:
         #: scan of any other relation tests its values as tuples of insertion ids without
         #: first checking their types.
         self.formulas: set[str] = set()
-        self._agg_live: dict[tuple, tuple[str, Function]] = {}
+        self._agg_live: dict[tuple, int] = {}
         self._agg_next = 0
         self._absent_next = 0
 
@@ -341,16 +343,19 @@ class AbsorptionContext:
         name = f"n{node}.{self._absent_next}"
         return name, self.bdd.var(name)
 
-    def aggregate_var(self, fact: tuple) -> tuple[str, Function]:
-        """Fresh variable for an aggregate result tuple, ``a<node>.<k>``, or, called again
-        for the same live tuple (its deletion), the same variable: its name and BDD."""
+    def aggregate_var(self, fact: tuple) -> int:
+        """The id of a fresh variable for an aggregate result tuple (negative, unique in
+        the run: :func:`~provenance.bdd.node_var_id`), or, called again for the same live
+        tuple (its deletion), the same id. Not declared in the manager: a derivation
+        through the result stays a :data:`Cube`, as one through a base fact does, and
+        the variable is declared only if a BDD needs it (a variable is never freed, and
+        the result changes at every better path: about 80 new ones per link flap of
+        shortest path on a 10-node ring)."""
         live = self._agg_live.pop(fact, None)
         if live is not None:
             return live
         self._agg_next += 1
-        node = "" if self.node is None else format_value(self.node)
-        name = f"a{node}.{self._agg_next}"
-        live = self._agg_live[fact] = (name, self.bdd.var(name))
+        live = self._agg_live[fact] = node_var_id(self.node, self._agg_next)
         return live
 
 
@@ -454,10 +459,11 @@ class AbsorptionScheme(AnnotationScheme):
 
     def aggregate(self, ctx, fact):
         """The variable of an aggregate result ``fact``: a fresh base of its own (Liu et
-        al. 2009, Sec. 6), which :meth:`describe` shows as ``aggregate p(t)``."""
-        name, f = ctx.aggregate_var(fact)
-        self._facts[name] = ("=" + fact[0], fact[1])
-        return f
+        al. 2009, Sec. 6), as the :data:`Cube` of its (negative) id, which
+        :meth:`describe` shows as ``aggregate p(t)``."""
+        ident = ctx.aggregate_var(fact)
+        self._facts[var_name(ident)] = ("=" + fact[0], fact[1])
+        return (ident,)
 
     def absence(self, ctx, fact):
         """A fresh variable for a new absence ``fact = ("!q", t)`` (named
@@ -823,8 +829,8 @@ class AbsorptionScheme(AnnotationScheme):
         variables, each product's base tuples in insertion order, so that one formula
         prints one way whatever the manager's variable order; ``false`` without a set,
         ``true`` for the empty one."""
-        products = sorted((sorted(s, key=_var_key) for s in sets),
-                          key=lambda p: (len(p), [_var_key(v) for v in p]))
+        products = sorted((sorted(s, key=var_key) for s in sets),
+                          key=lambda p: (len(p), [var_key(v) for v in p]))
         if not products:
             return "false"
         if not products[0]:
@@ -961,12 +967,6 @@ def _cube_of(bdd: BDDContext, a) -> tuple | frozenset | None:
 
 def _name_key(v):
     return (0, v, "") if isinstance(v, int) else (1, 0, v)
-
-
-def _var_key(name: str) -> tuple:
-    """Variables in insertion order (``x<i>`` by ``i``), other names after, by name."""
-    i = insertion_id(name)
-    return (0, i, "") if i is not None else (1, 0, name)
 
 
 def _registered() -> AbsorptionScheme:

@@ -61,12 +61,12 @@ import msgpack
 import dd.cudd as _cudd
 
 from ndlog.builtins import format_value
+from ndlog.packing import packb
 
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
     "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function", "chain_ids",
-    "chain_overhead",
-    "chains_overhead",
+    "chain_overhead", "chains_overhead", "node_var_id", "var_key",
 ]
 
 Function = _cudd.Function
@@ -77,7 +77,7 @@ _UNKNOWN = object()
 
 #: Default ``memory_estimate`` of a manager (see :class:`BDDContext`).
 MEMORY_ESTIMATE = 2**26
-_VAR_RE = re.compile(r"x(0|[1-9][0-9]*)\Z")
+_VAR_RE = re.compile(r"x(0|-?[1-9][0-9]*)\Z")
 
 
 class WireError(ValueError):
@@ -99,22 +99,64 @@ def var_name(insertion: int) -> str:
     Parameters
     ----------
     insertion:
-        A non-negative insertion id, unique per insertion across the whole run.
+        A non-negative insertion id, unique per insertion across the whole run; or a
+        negative id a node made for a variable of its own (an aggregate result's,
+        :func:`node_var_id`), unique across the run too.
 
     Returns
     -------
     str
         ``"x<insertion>"``; every manager derives the same name.
     """
-    if not isinstance(insertion, int) or isinstance(insertion, bool) or insertion < 0:
-        raise ValueError(f"an insertion id is a non-negative int, got {insertion!r}")
+    if not isinstance(insertion, int) or isinstance(insertion, bool):
+        raise ValueError(f"an insertion id is an int, got {insertion!r}")
     return f"{VAR_PREFIX}{insertion}"
 
 
+def node_var_id(node, k: int) -> int:
+    """The id of the ``k``-th variable (``k >= 1``) that ``node`` makes itself: a negative
+    int no other node and no base insertion (whose ids are ``>= 0``) has, made without
+    asking anyone (Szudzik's pairing of ``k`` and an injective code of the node: ``2n+1``
+    for an int ``n >= 0``, else twice the msgpack bytes read as an int, plus 2; 0 for
+    ``None``). Small for small nodes: node 7's first variable is ``-242``.
+
+    Parameters
+    ----------
+    node:
+        The node's id (an NDlog value), or None for a centralized run.
+    k:
+        The variable's number at that node, from 1.
+
+    Returns
+    -------
+    int
+        ``-(1 + pair(code(node), k))``.
+    """
+    if node is None:
+        code = 0
+    elif type(node) is int and node >= 0:
+        code = 2 * node + 1
+    else:       # msgpack's first byte is never 0 here (0 packs alone, as the int above)
+        code = 2 * int.from_bytes(packb(node), "big") + 2
+    pair = code * code + code + k if code >= k else k * k + code
+    return -1 - pair
+
+
 def insertion_id(name: str) -> int | None:
-    """The insertion id of a variable named by :func:`var_name`, else None."""
+    """The insertion id of a variable named by :func:`var_name` (negative for a variable
+    a node made, :func:`node_var_id`), else None."""
     m = _VAR_RE.match(name)
     return int(m.group(1)) if m else None
+
+
+def var_key(name: str) -> tuple:
+    """Sort key of variable names as explanations print them: base insertions by id, then
+    the variables nodes made (aggregate results, :func:`node_var_id`) by their number,
+    then any other name by name."""
+    i = insertion_id(name)
+    if i is None:
+        return (2, 0, name)
+    return (0, i, "") if i >= 0 else (1, -i, "")
 
 
 def format_fact(pred: str, values: tuple, loc: int | None = None) -> str:
@@ -274,7 +316,7 @@ def chain_ids(data) -> list[int] | None:
     except (TypeError, ValueError):
         return None
     for x in names:
-        if type(x) is not int or x < 0:
+        if type(x) is not int:
             return None
     return list(names)
 
@@ -975,8 +1017,7 @@ class BDDContext:
         return memo[int(f)]
 
     def _set_key(self, s: frozenset[str]):
-        return (len(s), sorted((insertion_id(v) is None, insertion_id(v) or 0, v)
-                               for v in s))
+        return (len(s), sorted(map(var_key, s)))
 
     def format(self, f: Function, describe: Callable[[str], str] | None = None) -> str:
         """``link(@a,b) ∧ link(@b,c) ∨ link(@a,c)``: the minimal SOP of ``f`` over base
@@ -991,7 +1032,7 @@ class BDDContext:
                           for s in self.minimal_sop(f))
 
     def _ordered(self, s: frozenset[str]) -> list[str]:
-        return sorted(s, key=lambda v: (insertion_id(v) is None, insertion_id(v) or 0, v))
+        return sorted(s, key=var_key)
 
 
 def _str_name(x) -> str:

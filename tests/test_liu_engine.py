@@ -348,12 +348,14 @@ def test_cubes_and_their_bdds_agree_in_every_operation(seed):
 
 
 def test_a_malformed_chain_is_still_a_wire_error():
-    """A wire form that looks like a chain but names a negative id or a bool is not read
-    as a cube: the BDD reader rejects it with a WireError naming the problem."""
+    """A wire form that looks like a chain but names a bool or a float is not read as a
+    cube: the BDD reader rejects it with a WireError naming the problem. (A negative id
+    is a variable a node made, an aggregate result's: read as a cube.)"""
     from provenance.bdd import WireError
     scheme = AbsorptionScheme()
     ctx = scheme.context("n", scheme.shared_context())
-    for names in ([-1], [True], [2, -5]):
+    assert scheme.deserialize(ctx, [[2, -5], [0, 1, 0, 1, 1, 2], 4]) == (-5, 2)
+    for names in ([1.5], [True], [2, False]):
         n = len(names)
         chain = [x for j in range(1, n + 1) for x in (j - 1, 1, (j - 1) << 1)]
         with pytest.raises(WireError):

@@ -641,16 +641,16 @@ def test_the_cube_of_zeroed_variables_zeroes_bdds(seed):
         assert ctx.zcube() == bdd.conj(bdd.var(v) for v in set(zeroed))
 
 
-def test_a_derivation_through_an_aggregate_is_zeroed_by_a_name_test():
-    """A single derivation holding an aggregate's (or an absence's) variable is a BDD
-    cube, not a tuple of insertion ids. Zeroing it went through CUDD with the cube of
-    every variable the node had seen zeroed, a cost that grew with each deletion of a long
-    run (shortest path under link churn); it is now a test of its variables' names, and
-    the node's cube is not built."""
+def test_a_derivation_through_an_absence_is_zeroed_by_a_name_test():
+    """A single derivation holding an absence's variable is a BDD cube, not a tuple of
+    insertion ids. Zeroing it went through CUDD with the cube of every variable the node
+    had seen zeroed, a cost that grew with each deletion of a long run (it did for shortest
+    path under link churn, while aggregate results were BDD variables too); it is now a
+    test of its variables' names, and the node's cube is not built."""
     scheme = AbsorptionScheme()
     ctx = scheme.context("n", scheme.shared_context())
     bdd = ctx.bdd
-    agg = scheme.aggregate(ctx, ("minCost", ("n", "d", 3)))
+    agg = scheme.absence(ctx, ("!q", ("n", "d")))
     f = bdd.and_all([bdd.cube_function((4, 7)), agg])
     assert bdd.known_cube(f) is None and bdd.cube_names(f) is not None
     ctx.add_zeroed(frozenset({var_name(5), "a_other"}))
@@ -661,3 +661,26 @@ def test_a_derivation_through_an_aggregate_is_zeroed_by_a_name_test():
     g = bdd.and_all([bdd.cube_function((4,)), agg]) | bdd.cube_function((8,))
     assert bdd.cube_names(g) is None                  # a formula: CUDD, with the cube
     assert ctx.restrict(g) == bdd.cube_function((8,)) and not ctx._zpending
+
+
+def test_a_derivation_through_an_aggregate_stays_a_tuple_of_ids():
+    """An aggregate result's variable is a node-made id (negative), kept as a tuple like a
+    base insertion's: a join with it is a union of ids, zeroing it is a set test, and no
+    variable is declared in the manager (a declared variable is never freed, and the
+    result changes at every better path of a long run)."""
+    scheme = AbsorptionScheme()
+    ctx = scheme.context("n", scheme.shared_context())
+    scheme.ship_attach(ctx)                           # lazy MinShip sends its updates
+    agg = scheme.aggregate(ctx, ("minCost", ("n", "d", 3)))
+    (ident,) = agg
+    assert ident < 0 and scheme.aggregate(ctx, ("minCost", ("n", "d", 3))) == agg
+    other = scheme.aggregate(ctx, ("minCost", ("n", "e", 5)))
+    assert other != agg                               # a fresh one for another result
+    f = scheme.join(ctx, (4, 7), agg)
+    assert f == (ident, 4, 7) and ctx.bdd.num_vars == 0
+    assert scheme.describe(var_name(ident)) == "aggregate minCost(n,d,3)"
+    stored, zeroing = scheme.pick(ctx, ("cheapestPath", ("n", "d")), f, -1, agg)
+    assert stored is None and var_name(ident) in zeroing.names
+    assert scheme.ship_restrict(ctx, scheme.join(ctx, (4,), agg)) is None
+    assert scheme.ship_restrict(ctx, scheme.join(ctx, (4,), other)) == (other[0], 4)
+    assert ctx.bdd.num_vars == 0
