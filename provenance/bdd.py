@@ -295,12 +295,27 @@ _CHAIN_OVERHEAD: dict[int, int] = {}
 
 
 def chains_overhead(lengths: list[int]) -> int:
-    """``sum(chain_overhead(n) for n in lengths)``, looked up in a table for cubes of
-    fewer than 64 variables (a message's cubes, counted by every transport)."""
+    """The summed :func:`chain_overhead` of many cubes (a message's, which every transport
+    counts), looked up in a table for cubes of fewer than 64 variables.
+
+    Parameters
+    ----------
+    lengths:
+        The cubes' numbers of variables.
+
+    Returns
+    -------
+    int
+        ``sum(chain_overhead(n) for n in lengths)``.
+    """
     try:
         return sum(map(_SHORT_CHAINS.__getitem__, lengths))
     except IndexError:
         return sum(map(chain_overhead, lengths))
+
+
+#: ``chain_overhead(n)`` for ``n < 64`` (:func:`chains_overhead`)
+_SHORT_CHAINS = tuple(chain_overhead(n) for n in range(64))
 
 
 def chain_ids(data) -> list[int] | None:
@@ -1040,6 +1055,3 @@ def _str_name(x) -> str:
         raise WireError(f"variable name {x!r} is neither an int nor a str")
     return x
 
-
-#: chain_overhead(n) for n < 64 (chains_overhead)
-_SHORT_CHAINS = tuple(chain_overhead(n) for n in range(64))
