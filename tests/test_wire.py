@@ -8,7 +8,6 @@ import msgpack
 import pytest
 
 import psn
-
 from provenance import get_scheme, scheme_names
 from ndlog.errors import InputError
 from engine.transport import InMemoryTransport, Placement
@@ -193,14 +192,16 @@ def test_annotations_size_in_bulk_is_the_sum_of_each_annotations_size(name):
 
 def _sampled_messages(name: str, ctx, rng: random.Random) -> list[list]:
     """Messages of random updates carrying the scheme's sampled annotations; for
-    absorption also single derivations of every length up to 20 and longer ones."""
+    absorption also single derivations of every length up to 20 and longer ones, over
+    insertion ids and node-made (negative) ones."""
     scheme = get_scheme(name)
     msgs = [[(rng.choice((1, -1)), rng.choice(("link", "path")),
               tuple(rng.choice(VALUES) for _ in range(rng.randint(0, 4))),
               scheme.sample_update(ctx, rng)) for _ in range(rng.randint(1, 20))]
             for _ in range(20)]
-    if name == "absorption":
-        msgs.append([(1, "path", (k,), tuple(sorted(rng.sample(range(1 << 20), k))))
+    if name == "absorption":     # aggregate results' ids are negative (node_var_id)
+        msgs.append([(1, "path", (k,), tuple(sorted(rng.sample(range(-(1 << 40), 1 << 20),
+                                                               k))))
                      for k in (*range(21), 63, 64, 100)])
     return msgs
 
