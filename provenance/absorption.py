@@ -114,7 +114,8 @@ __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "
            "as_cube", "as_function"]
 
 #: A single derivation: the sorted tuple of the insertion ids of its variables, standing
-#: for the conjunction of ``x<i>`` (its BDD is a chain); ``()`` is ``true``.
+#: for the conjunction of ``x<i>`` (its BDD is a chain); ``()`` is ``true``. An aggregate
+#: result's variable has a negative id (:func:`~provenance.bdd.node_var_id`).
 Cube = tuple
 
 

@@ -8,7 +8,9 @@ Role: the building blocks the ``absorption`` annotation scheme is made of.
   injects the insertion (the driver). A re-inserted tuple gets a new variable, so a
   deletion (the variable set to false) is final and can never be undone by a late message:
   this is what makes zeroing order-insensitive under any delivery order. Every manager derives
-  the same name for the same insertion, so independent managers agree on names.
+  the same name for the same insertion, so independent managers agree on names. A node
+  names the variables it makes itself (an aggregate result's) ``x<negative id>``, with
+  :func:`node_var_id`: unique in the run, without asking the driver.
 * :class:`BDDContext`: one ``dd.cudd`` manager (one per process and thread: CUDD is not
   thread-safe), with AND, OR, the difference ``new & ~old``, ``is_false``, zeroing with
   ``let({x: False})`` (not ``dd.cudd.restrict``, which is the generalized cofactor),
