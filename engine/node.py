@@ -51,7 +51,6 @@ from typing import Any, Callable, Protocol
 
 from provenance.base import NO_FIRE as _NO_FIRE
 from provenance.base import AnnotationBudgetExceeded, AnnotationScheme
-
 from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules

@@ -205,8 +205,7 @@ class Meter:
         if src == dst:
             self.local(src, len(updates))
             return updates, None
-        data, _, crosses = self.encode(src, dst, updates)
-        return updates, (data if self.must_rebuild(src, dst, crosses) else None)
+        return updates, self.encode(src, dst, updates)[0]   # bytes only if decoded
 
 
 class Metered:

@@ -690,8 +690,8 @@ class BDDContext:
         taken = self._cube_taken(f)
         if taken is None:
             return None
-        names_at = self._names_at
-        return [names_at[i] for i in taken]
+        names = self._names_at
+        return [names.get(vi) or self.bdd._var_with_index[vi] for vi in taken]
 
     def _cube_taken(self, f: Function) -> list[int] | None:
         """The CUDD indexes of a positive cube's variables, top down; None otherwise."""
@@ -785,11 +785,8 @@ class BDDContext:
         (``Cudd_Support``, whose names ``dd`` builds from a cube in Python)."""
         if int(f) == self._true_key | 1:
             return set()
-        taken = self._cube_taken(f)
-        if taken is None:
-            return self.bdd.support(f)
-        names = self._names_at
-        return {names.get(vi) or self.bdd._var_with_index[vi] for vi in taken}
+        names = self.cube_names(f)
+        return self.bdd.support(f) if names is None else set(names)
 
     def id_var(self, ident: int) -> Function:
         """The BDD of variable ``x<ident>``, declared on first use."""

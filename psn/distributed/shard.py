@@ -75,7 +75,7 @@ class ShardTransport(Metered):
         data, _, crosses = meter.encode(src, dst, updates)
         if crosses:
             self.outbox.setdefault(self.placement.worker(dst), []).append((dst, data))
-        elif meter.must_rebuild(src, dst, crosses):
+        elif data is not None:                  # the receiver decodes it (must_rebuild)
             self._keep(dst, meter.rebuild(dst, data))
         else:
             self._keep(dst, updates)
