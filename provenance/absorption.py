@@ -102,6 +102,7 @@ from bisect import bisect_left
 from collections import defaultdict
 from itertools import compress, repeat
 from operator import contains, not_
+from sys import intern
 from typing import Any, Callable, Iterable
 
 from ndlog.builtins import format_value
@@ -392,7 +393,11 @@ class AbsorptionScheme(AnnotationScheme):
         #: MinShip mode the engine installs when none is asked for (``engine.minship``);
         #: the registered scheme (``get_scheme("absorption")``) ships lazily.
         self.default_ship = ship
-        self._facts: dict[str, tuple] = {}
+        #: ``variable -> (pred, tuple)`` for :meth:`describe`: keyed by the insertion id
+        #: (or node-made id) of an ``x``-variable, by its name for any other; an
+        #: aggregate result's predicate is ``"=" + pred`` (interned), an absence's
+        #: ``"!" + pred``. One entry per aggregate result that ever changed.
+        self._facts: dict = {}
         self._zero_wire: dict[frozenset, list] = {}     # a zeroing's wire form, by names
 
     # -- contexts ------------------------------------------------------------------------
@@ -455,7 +460,7 @@ class AbsorptionScheme(AnnotationScheme):
         """The variable ``x<seq>`` of base insertion ``seq`` (the driver's ledger numbers
         insertions across the whole run, so names agree in every manager), as the
         :data:`Cube` ``(seq,)``."""
-        self._facts[var_name(seq)] = fact
+        self._facts[seq] = fact
         return (seq,)
 
     def aggregate(self, ctx, fact):
@@ -463,7 +468,7 @@ class AbsorptionScheme(AnnotationScheme):
         al. 2009, Sec. 6), as the :data:`Cube` of its (negative) id, which
         :meth:`describe` shows as ``aggregate p(t)``."""
         ident = ctx.aggregate_var(fact)
-        self._facts[var_name(ident)] = ("=" + fact[0], fact[1])
+        self._facts[ident] = (intern("=" + fact[0]), fact[1])
         return (ident,)
 
     def absence(self, ctx, fact):
@@ -799,7 +804,8 @@ class AbsorptionScheme(AnnotationScheme):
         """``link(@a,b)`` for a base variable this scheme handed out, ``not q(@a,b)`` for
         the variable of an absence, ``aggregate m(@a,b,4)`` for an aggregate result's,
         else the name."""
-        fact = self._facts.get(name)
+        key = insertion_id(name)
+        fact = self._facts.get(name if key is None else key)
         if fact is None:
             return name
         pred, tup = fact
@@ -847,16 +853,41 @@ class AbsorptionScheme(AnnotationScheme):
         return ctx.bdd.minimal_sop(stored)
 
 
+class _Held(list):
+    """The facts :attr:`AbsorptionContext.holders` files under one variable, repeats
+    allowed, with the length at which :func:`_hold` next drops the repeats."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self):
+        super().__init__()
+        self.limit = HELD_COMPACT_AT
+
+
+#: Length at which a variable's list of holders first drops its repeats (:func:`_hold`).
+HELD_COMPACT_AT = 32
+
+
 def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     """Index ``fact`` under the variables of ``ann``, a derivation it gains
-    (:attr:`AbsorptionContext.holders`)."""
+    (:attr:`AbsorptionContext.holders`).
+
+    A fact derived again (after a link flap, say) is filed again under every variable of
+    its new derivation, so the list of a variable that lives long grows with the run. A
+    list that reaches its limit drops its repeats (first occurrences kept, in order) and
+    gets twice its new length as its next limit: each append pays O(1) amortized, and a
+    list holds at most about twice the distinct facts ever filed under its variable."""
     ids = _cube_of(ctx.bdd, ann)
     if ids is None:                     # not a conjunction of x-variables: ask its support
         ids = [insertion_id(v) if insertion_id(v) is not None else v
                for v in ctx.bdd.support(ann)]
     holders = ctx.holders
     for i in ids:
-        holders[i].append(fact)
+        held = holders[i]
+        held.append(fact)
+        if len(held) >= held.limit:
+            held[:] = dict.fromkeys(held)
+            held.limit = max(HELD_COMPACT_AT, 2 * len(held))
 
 
 def _scan(ctx: AbsorptionContext, facts: Iterable, names: frozenset) -> list:
@@ -879,7 +910,7 @@ def _indexed(ctx: AbsorptionContext, facts: Callable[[], Iterable], names: froze
     """The facts that :attr:`AbsorptionContext.holders` files under ``names`` (taken out
     of it), the index built first from ``facts()`` if the node has none yet."""
     if ctx.holders is None:
-        ctx.holders = defaultdict(list)
+        ctx.holders = defaultdict(_Held)
         for pred, tuples, values in facts():
             for t, f in zip(tuples, values):
                 _hold(ctx, (pred, t), f)

@@ -479,6 +479,51 @@ def test_node_wide_zeroing_scan_and_index_agree(seed, monkeypatch):
         assert set(by_scan) <= set(by_mixed) <= set(by_index)
 
 
+def test_holders_drop_their_repeats_in_order():
+    """A variable's list of holders drops its repeats when it reaches its limit, keeping
+    first occurrences in order, and its next limit is twice its new length: a fact
+    filed again and again does not grow the list."""
+    from collections import defaultdict
+    from provenance.absorption import HELD_COMPACT_AT, AbsorptionContext, _hold
+    from provenance.bdd import BDDContext
+    ctx = AbsorptionContext(BDDContext(), "a")
+    ctx.holders = defaultdict(absorption._Held)
+    facts = [("reachable", ("a", f"n{k}")) for k in range(5)]
+    for r in range(10 * HELD_COMPACT_AT):
+        _hold(ctx, facts[r % 5], (1, 2))
+    for i in (1, 2):
+        held = ctx.holders[i]
+        assert len(held) < HELD_COMPACT_AT and held[:5] == facts
+        assert held.limit == HELD_COMPACT_AT
+    many = [("reachable", ("a", f"m{k}")) for k in range(3 * HELD_COMPACT_AT)]
+    for f in many + many:
+        _hold(ctx, f, (3,))
+    held = ctx.holders[3]
+    assert list(dict.fromkeys(held)) == many and len(held) <= held.limit
+    assert held.limit >= 2 * len(many)
+
+
+def test_holders_stay_bounded_under_churn(monkeypatch):
+    """One link flapped 40 times on a ring: each re-insertion derives facts again under
+    the variables of the links that stay, and files them again in the index of facts by
+    variable; no list grows past twice the distinct facts filed under it (or the first
+    limit), and the relation stays the recomputed one."""
+    monkeypatch.setattr(absorption, "SCANS_BEFORE_INDEX", 0)
+    ring = [(k, (k + 1) % 8) for k in range(8)] + [((k + 1) % 8, k) for k in range(8)]
+    net = Network(REACH, {"link": ring}, annotation="absorption", delivery="random",
+                  seed=3).run()
+    for _ in range(40):
+        net.delete("link", (0, 1)).run()
+        net.insert("link", (0, 1)).run()
+    assert net.relations()["reachable"] == psn.evaluate(REACH, {"link": ring})["reachable"]
+    lists = [held for n in net.nodes if net.context_of(n).holders is not None
+             for held in net.context_of(n).holders.values()]
+    assert lists
+    assert all(len(held) <= max(absorption.HELD_COMPACT_AT, 2 * len(set(held)))
+               for held in lists)
+    assert any(held.limit > absorption.HELD_COMPACT_AT for held in lists)
+
+
 def test_deletion_overtaking_its_insertion_with_minship():
     for ship in ("lazy", "eager"):
         net = Network(REACH, annotation=AbsorptionScheme(), ship=ship, delivery="adversarial")
