@@ -205,6 +205,37 @@ def test_a_run_over_budget_is_in_the_data(tmp_path):
     assert matplotlib.image.imread(tmp_path / "fig7" / "fig7-communication.png").ndim == 3
 
 
+def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
+    """The time budget's alarm can land where Python cannot raise (here a destructor; in
+    a run, CUDD's constructor): nothing is printed as an ignored exception, and the alarm
+    rings again where it stops the run. Afterwards the unraisable hook is the one
+    before."""
+    import sys
+    import time
+    from psn.experiment.runs import TimeBudgetExceeded, alarm
+
+    first = [True]
+
+    class Slow:
+        def __del__(self):
+            if first:
+                first.clear()
+                end = time.monotonic() + 0.1
+                while time.monotonic() < end:
+                    pass
+
+    hook = sys.unraisablehook
+    start = time.monotonic()
+    with pytest.raises(TimeBudgetExceeded, match="time budget of 0.02 s"):
+        with alarm(0.02):
+            Slow()                      # the alarm rings in its destructor
+            while time.monotonic() < start + 2.0:
+                pass
+    assert not first and time.monotonic() - start < 1.0
+    assert "Exception ignored" not in capfd.readouterr().err
+    assert sys.unraisablehook is hook
+
+
 # --------------------------------------------------------------------------- parts
 
 

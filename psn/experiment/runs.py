@@ -29,6 +29,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -142,13 +143,20 @@ class TimeBudgetExceeded(EvaluationError):
     """A run went past its wall-clock budget (:attr:`RunSpec.time_budget`)."""
 
 
+#: Delay before :func:`alarm` rings again when its exception could not be raised
+REFIRE_SECONDS = 0.01
+
+
 @contextmanager
 def alarm(seconds: float):
     """Raise :class:`TimeBudgetExceeded` in this thread after ``seconds`` (``SIGALRM``),
     wherever the run is: a single step of the engine (one node's batch, the end-of-stream
     flush of eager MinShip) can last far longer than the budget, and :class:`Budget` is
-    only consulted between them. Outside the main thread (Ray tasks) or without
-    ``setitimer`` this does nothing and :class:`Budget` alone keeps the time."""
+    only consulted between them. An alarm that lands where an exception cannot propagate
+    (a destructor, or a C extension's constructor) is not reported as an ignored
+    exception: it rings again :data:`REFIRE_SECONDS` later. Outside the main thread (Ray
+    tasks) or without ``setitimer`` this does nothing and :class:`Budget` alone keeps the
+    time."""
     usable = (threading.current_thread() is threading.main_thread()
               and hasattr(signal, "setitimer"))
     if not usable:
@@ -158,13 +166,26 @@ def alarm(seconds: float):
     def fire(signum, frame):
         raise TimeBudgetExceeded(f"over the time budget of {seconds:g} s")
 
+    previous_hook = sys.unraisablehook
+
+    def swallowed(unraisable):
+        # The alarm landed where Python cannot raise (a destructor, a C extension's
+        # constructor such as CUDD's): say nothing, and ring again shortly, where the
+        # exception can stop the run.
+        if isinstance(unraisable.exc_value, TimeBudgetExceeded):
+            signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
+            return
+        previous_hook(unraisable)
+
     old = signal.signal(signal.SIGALRM, fire)
+    sys.unraisablehook = swallowed
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        sys.unraisablehook = previous_hook
 
 
 class Budget:
