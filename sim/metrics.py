@@ -115,7 +115,7 @@ class Row(Mapping):
         return self                     # read-only: a copy is itself
 
 
-def rows(table: dict) -> dict:
+def row_table(table: dict) -> dict:
     """``key -> Row`` of a ``key -> dict`` table (the same keys, in order)."""
     return {k: Row(v) for k, v in table.items()}
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from .clock import MAX_TIME, VirtualClock, beyond
 from .delivery import ProcessingModel, require_at_least
-from .metrics import STATE_FIELDS, Counters, StepResult, rows, write_metrics
+from .metrics import STATE_FIELDS, Counters, StepResult, row_table, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.network import parse_update
 from engine.gcpause import relaxed_gc
@@ -506,8 +506,8 @@ class Simulation:
             result.state = totals
             if totals["tuples"]:
                 result.provenance_per_tuple = totals["provenance_bytes"] / totals["tuples"]
-        result.per_node = rows(per_node)
-        result.per_worker = result.per_node if shared else rows(per_worker)
+        result.per_node = row_table(per_node)
+        result.per_worker = result.per_node if shared else row_table(per_worker)
         self._snapshot = c.snapshot()
 
     def check(self) -> tuple[bool, list]:
