@@ -356,6 +356,37 @@ def test_flap_and_sensor_workloads():
 # ---------------------------------------------------------------- metrics files
 
 
+def test_step_rows_are_compact_read_only_mappings(tmp_path):
+    """A step's per-node figures are :class:`sim.metrics.Row` objects: the mapping a dict
+    would be (equal to it, JSON and CSV the same, pickled and copied), read-only, with the
+    key index shared by every row of the same keys, and smaller than the dict."""
+    import copy
+    import pickle
+    import sys
+    import psn
+    from sim import Simulation
+    from sim.metrics import Row
+    ring = make("ring", n=5)
+    sim = Simulation(psn.parse("r1 reachable(@S, D) :- link(@S, D).\n"
+                               "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).\n"),
+                     ring, seed=1)
+    r = sim.step(insert={"link": sorted(ring.facts(2)["link"])})
+    assert all(type(row) is Row for row in r.per_node.values())
+    a, b = r.per_node[0], r.per_node[1]
+    assert a._index is b._index and list(a) == list(a._index)
+    as_dicts = {n: dict(row) for n, row in r.per_node.items()}
+    assert r.per_node == as_dicts and as_dicts[0]["tuples"] == a["tuples"] > 0
+    assert pickle.loads(pickle.dumps(a)) == a and copy.deepcopy(a) is a
+    with pytest.raises(TypeError):
+        a["tuples"] = 0
+    assert sys.getsizeof(a) + sys.getsizeof(a._values) < sys.getsizeof(as_dicts[0])
+    plain = StepResult(**{**r.__dict__, "per_node": as_dicts, "per_worker": as_dicts})
+    for writer, name in ((lambda p, s: write_json(p, {}, s), "m.json"), (write_csv, "m.csv")):
+        writer(tmp_path / name, [r])
+        writer(tmp_path / ("plain-" + name), [plain])
+        assert (tmp_path / name).read_text() == (tmp_path / ("plain-" + name)).read_text()
+
+
 def test_metrics_json_and_csv(tmp_path):
     step = StepResult(index=0, label="insert 1", inserted=4, deleted=0, start=0.0,
                       sim_time=0.5, wall_time=0.01, events=9,
