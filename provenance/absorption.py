@@ -259,13 +259,17 @@ def zero_by(bdd: BDDContext, f, cube: Callable[[], Function], ids,
 #: (:meth:`AbsorptionScheme.zero_everywhere`).
 SCANS_BEFORE_INDEX = 3
 
+#: Appends to a node's index of facts by variable before its lists first drop their
+#: repeats (:func:`_hold`).
+HELD_SWEEP_AT = 1024
+
 
 class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "_zcube", "_zpending", "zids", "node",
-                 "minship", "swept", "scans", "holders", "formulas", "_agg_live",
-                 "_agg_next", "_absent_next")
+                 "minship", "swept", "scans", "holders", "held_left", "formulas",
+                 "_agg_live", "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -299,6 +303,9 @@ class AbsorptionContext:
         #: fact (harmless: the engine picks a deletion only for a present fact, which is
         #: then zeroed to itself).
         self.holders: dict | None = None
+        #: Appends to :attr:`holders` left before its lists next drop their repeats
+        #: (:func:`_hold`).
+        self.held_left = HELD_SWEEP_AT
         #: The predicates in which this node has stored a provenance that is not a single
         #: derivation (a BDD; set by :meth:`AbsorptionScheme.pick`, the only writer): a
         #: scan of any other relation tests its values as tuples of insertion ids without
@@ -853,41 +860,38 @@ class AbsorptionScheme(AnnotationScheme):
         return ctx.bdd.minimal_sop(stored)
 
 
-class _Held(list):
-    """The facts :attr:`AbsorptionContext.holders` files under one variable, repeats
-    allowed, with the length at which :func:`_hold` next drops the repeats."""
-
-    __slots__ = ("limit",)
-
-    def __init__(self):
-        super().__init__()
-        self.limit = HELD_COMPACT_AT
-
-
-#: Length at which a variable's list of holders first drops its repeats (:func:`_hold`).
-HELD_COMPACT_AT = 32
-
-
 def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     """Index ``fact`` under the variables of ``ann``, a derivation it gains
     (:attr:`AbsorptionContext.holders`).
 
     A fact derived again (after a link flap, say) is filed again under every variable of
-    its new derivation, so the list of a variable that lives long grows with the run. A
-    list that reaches its limit drops its repeats (first occurrences kept, in order) and
-    gets twice its new length as its next limit: each append pays O(1) amortized, and a
-    list holds at most about twice the distinct facts ever filed under its variable."""
+    its new derivation, so the lists of the variables that live long grow with the run.
+    Once as many entries were appended as the index held after its last sweep (at first
+    :data:`HELD_SWEEP_AT`), every list drops its repeats, first occurrences kept in order
+    (:func:`_drop_repeats`): O(1) per append amortized, and the index holds at most about
+    twice as many entries as the distinct (variable, fact) pairs ever filed."""
     ids = _cube_of(ctx.bdd, ann)
     if ids is None:                     # not a conjunction of x-variables: ask its support
         ids = [insertion_id(v) if insertion_id(v) is not None else v
                for v in ctx.bdd.support(ann)]
     holders = ctx.holders
     for i in ids:
-        held = holders[i]
-        held.append(fact)
-        if len(held) >= held.limit:
+        holders[i].append(fact)
+    ctx.held_left -= len(ids)
+    if ctx.held_left <= 0:
+        _drop_repeats(ctx)
+
+
+def _drop_repeats(ctx: AbsorptionContext) -> None:
+    """Drop the repeats of every list of :attr:`AbsorptionContext.holders` and set the
+    appends left before the next sweep to the entries left (at least
+    :data:`HELD_SWEEP_AT`)."""
+    total = 0
+    for held in ctx.holders.values():
+        if len(held) > 1:
             held[:] = dict.fromkeys(held)
-            held.limit = max(HELD_COMPACT_AT, 2 * len(held))
+        total += len(held)
+    ctx.held_left = max(HELD_SWEEP_AT, total)
 
 
 def _scan(ctx: AbsorptionContext, facts: Iterable, names: frozenset) -> list:
@@ -910,7 +914,7 @@ def _indexed(ctx: AbsorptionContext, facts: Callable[[], Iterable], names: froze
     """The facts that :attr:`AbsorptionContext.holders` files under ``names`` (taken out
     of it), the index built first from ``facts()`` if the node has none yet."""
     if ctx.holders is None:
-        ctx.holders = defaultdict(_Held)
+        ctx.holders = defaultdict(list)
         for pred, tuples, values in facts():
             for t, f in zip(tuples, values):
                 _hold(ctx, (pred, t), f)

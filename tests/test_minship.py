@@ -480,35 +480,35 @@ def test_node_wide_zeroing_scan_and_index_agree(seed, monkeypatch):
 
 
 def test_holders_drop_their_repeats_in_order():
-    """A variable's list of holders drops its repeats when it reaches its limit, keeping
-    first occurrences in order, and its next limit is twice its new length: a fact
-    filed again and again does not grow the list."""
+    """Once as many entries were appended to a node's index of facts by variable as it held
+    after its last sweep, every list drops its repeats, keeping first occurrences in order;
+    a fact filed again and again does not grow the index."""
     from collections import defaultdict
-    from provenance.absorption import HELD_COMPACT_AT, AbsorptionContext, _hold
+    from provenance.absorption import HELD_SWEEP_AT, AbsorptionContext, _hold
     from provenance.bdd import BDDContext
     ctx = AbsorptionContext(BDDContext(), "a")
-    ctx.holders = defaultdict(absorption._Held)
+    ctx.holders = defaultdict(list)
     facts = [("reachable", ("a", f"n{k}")) for k in range(5)]
-    for r in range(10 * HELD_COMPACT_AT):
+    for r in range(10 * HELD_SWEEP_AT):
         _hold(ctx, facts[r % 5], (1, 2))
+        assert len(ctx.holders[1]) <= HELD_SWEEP_AT // 2 + 5
     for i in (1, 2):
-        held = ctx.holders[i]
-        assert len(held) < HELD_COMPACT_AT and held[:5] == facts
-        assert held.limit == HELD_COMPACT_AT
-    many = [("reachable", ("a", f"m{k}")) for k in range(3 * HELD_COMPACT_AT)]
+        assert ctx.holders[i][:5] == facts
+    many = [("reachable", ("a", f"m{k}")) for k in range(3 * HELD_SWEEP_AT)]
     for f in many + many:
         _hold(ctx, f, (3,))
-    held = ctx.holders[3]
-    assert list(dict.fromkeys(held)) == many and len(held) <= held.limit
-    assert held.limit >= 2 * len(many)
+    assert list(dict.fromkeys(ctx.holders[3])) == many
+    assert len(ctx.holders[3]) < 2 * len(many)
+    assert ctx.holders[1] == facts and ctx.holders[2] == facts
 
 
 def test_holders_stay_bounded_under_churn(monkeypatch):
     """One link flapped 40 times on a ring: each re-insertion derives facts again under
     the variables of the links that stay, and files them again in the index of facts by
-    variable; no list grows past twice the distinct facts filed under it (or the first
-    limit), and the relation stays the recomputed one."""
+    variable; the index stays within twice the distinct (variable, fact) pairs filed (or
+    the first sweep's size), and the relation stays the recomputed one."""
     monkeypatch.setattr(absorption, "SCANS_BEFORE_INDEX", 0)
+    monkeypatch.setattr(absorption, "HELD_SWEEP_AT", 64)
     ring = [(k, (k + 1) % 8) for k in range(8)] + [((k + 1) % 8, k) for k in range(8)]
     net = Network(REACH, {"link": ring}, annotation="absorption", delivery="random",
                   seed=3).run()
@@ -516,12 +516,13 @@ def test_holders_stay_bounded_under_churn(monkeypatch):
         net.delete("link", (0, 1)).run()
         net.insert("link", (0, 1)).run()
     assert net.relations()["reachable"] == psn.evaluate(REACH, {"link": ring})["reachable"]
-    lists = [held for n in net.nodes if net.context_of(n).holders is not None
-             for held in net.context_of(n).holders.values()]
-    assert lists
-    assert all(len(held) <= max(absorption.HELD_COMPACT_AT, 2 * len(set(held)))
-               for held in lists)
-    assert any(held.limit > absorption.HELD_COMPACT_AT for held in lists)
+    indexes = [net.context_of(n).holders for n in net.nodes
+               if net.context_of(n).holders is not None]
+    assert indexes
+    for holders in indexes:
+        entries = sum(map(len, holders.values()))
+        distinct = sum(len(set(held)) for held in holders.values())
+        assert entries <= max(64, 2 * distinct)
 
 
 def test_deletion_overtaking_its_insertion_with_minship():
