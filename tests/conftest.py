@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def pytest_configure(config):
+    """Run the suite with Python's own Ctrl-C handler, as in a terminal. A suite started in
+    the background (``nohup ... &``) inherits SIGINT ignored: Python then keeps it ignored,
+    and so would every process it starts, and the tests of Ctrl-C would fail."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # -- Spark: ONE local session for the whole test session ------------------------------------
