@@ -268,8 +268,8 @@ class AbsorptionContext:
     """Per-node context: the worker's BDD manager and the node's zeroed variables."""
 
     __slots__ = ("bdd", "zeroed", "any_zeroed", "_zcube", "_zpending", "zids", "node",
-                 "minship", "swept", "scans", "holders", "held_left", "formulas",
-                 "_agg_live", "_agg_next", "_absent_next")
+                 "minship", "swept", "scans", "holders", "held_left", "held_size",
+                 "formulas", "_agg_live", "_agg_next", "_absent_next")
 
     def __init__(self, bdd: BDDContext, node: Any = None):
         self.bdd = bdd
@@ -300,12 +300,15 @@ class AbsorptionContext:
         #: ...]``, repeats allowed), so that later node-wide zeroings find them without a
         #: scan; kept up by :meth:`AbsorptionScheme.pick` with the variables of every
         #: derivation a fact gains. An entry may outlive the variable in the fact, or the
-        #: fact (harmless: the engine picks a deletion only for a present fact, which is
-        #: then zeroed to itself).
+        #: fact, until the next sweep (:func:`_drop_repeats`; harmless meanwhile: the
+        #: engine picks a deletion only for a present fact, which is then zeroed to
+        #: itself).
         self.holders: dict | None = None
         #: Appends to :attr:`holders` left before its lists next drop their repeats
-        #: (:func:`_hold`).
+        #: (:func:`_hold`), and its entries after the last sweep
+        #: (:func:`_drop_repeats`).
         self.held_left = HELD_SWEEP_AT
+        self.held_size = 0
         #: The predicates in which this node has stored a provenance that is not a single
         #: derivation (a BDD; set by :meth:`AbsorptionScheme.pick`, the only writer): a
         #: scan of any other relation tests its values as tuples of insertion ids without
@@ -882,16 +885,36 @@ def _hold(ctx: AbsorptionContext, fact, ann) -> None:
         _drop_repeats(ctx)
 
 
-def _drop_repeats(ctx: AbsorptionContext) -> None:
+def _drop_repeats(ctx: AbsorptionContext, present: dict | None = None) -> None:
     """Drop the repeats of every list of :attr:`AbsorptionContext.holders` and set the
     appends left before the next sweep to the entries left (at least
-    :data:`HELD_SWEEP_AT`)."""
+    :data:`HELD_SWEEP_AT`).
+
+    With ``present`` (``(pred, t) -> stored provenance`` of every fact the node holds
+    now), also drop the entries of facts that are gone, or whose provenance is a single
+    derivation without the list's variable (a BDD's entry is kept), and the lists left
+    empty: a variable no fact holds any more (a deleted link's that no node-wide zeroing
+    swept here, an aggregate result's that changed) leaves nothing behind."""
+    holders = ctx.holders
     total = 0
-    for held in ctx.holders.values():
-        if len(held) > 1:
+    for key in list(holders):
+        held = holders[key]
+        if present is not None:
+            held[:] = [f for f in dict.fromkeys(held) if _holds(present.get(f), key)]
+            if not held:
+                del holders[key]
+                continue
+        elif len(held) > 1:
             held[:] = dict.fromkeys(held)
         total += len(held)
+    ctx.held_size = total
     ctx.held_left = max(HELD_SWEEP_AT, total)
+
+
+def _holds(stored, key) -> bool:
+    """Whether a fact stored with provenance ``stored`` (None: not present) may depend on
+    the variable ``key`` (an insertion id, or a name)."""
+    return stored is not None and (type(stored) is not tuple or key in stored)
 
 
 def _scan(ctx: AbsorptionContext, facts: Iterable, names: frozenset) -> list:
@@ -912,12 +935,18 @@ def _scan(ctx: AbsorptionContext, facts: Iterable, names: frozenset) -> list:
 def _indexed(ctx: AbsorptionContext, facts: Callable[[], Iterable], names: frozenset
              ) -> list:
     """The facts that :attr:`AbsorptionContext.holders` files under ``names`` (taken out
-    of it), the index built first from ``facts()`` if the node has none yet."""
+    of it), the index built first from ``facts()`` if the node has none yet. Once at least
+    half as many entries were appended as the index held after its last sweep (or
+    :data:`HELD_SWEEP_AT` less half of that), the index is first swept against the
+    node's present facts (:func:`_drop_repeats`): O(1) per entry, amortized."""
     if ctx.holders is None:
         ctx.holders = defaultdict(list)
         for pred, tuples, values in facts():
             for t, f in zip(tuples, values):
                 _hold(ctx, (pred, t), f)
+    elif ctx.held_left <= ctx.held_size // 2:
+        _drop_repeats(ctx, {(pred, t): f for pred, tuples, values in facts()
+                            for t, f in zip(tuples, values)})
     held: dict = {}
     for name in sorted(names):          # one order in every process (str hashing)
         key = insertion_id(name)

@@ -44,7 +44,7 @@ __all__ = ["Canon", "digest", "node_form", "update_form", "SKIPPED_ATTRIBUTES",
 SKIPPED_ATTRIBUTES = frozenset({
     # counters
     "shipped_insertions", "buffered", "absorbed", "deletions_sent", "deletions_dropped",
-    "held", "released", "entries", "held_left",
+    "held", "released", "entries", "held_left", "held_size",
     # derived from kept attributes
     "bdd", "_zcube", "_zpending", "zids", "holders", "any_zeroed",
     # static configuration and back references
