@@ -300,13 +300,13 @@ class AbsorptionContext:
         #: ...]``, repeats allowed), so that later node-wide zeroings find them without a
         #: scan; kept up by :meth:`AbsorptionScheme.pick` with the variables of every
         #: derivation a fact gains. An entry may outlive the variable in the fact, or the
-        #: fact, until the next sweep (:func:`_drop_repeats`; harmless meanwhile: the
+        #: fact, until the next sweep (:func:`_sweep_holders`; harmless meanwhile: the
         #: engine picks a deletion only for a present fact, which is then zeroed to
         #: itself).
         self.holders: dict | None = None
         #: Appends to :attr:`holders` left before its lists next drop their repeats
         #: (:func:`_hold`), and its entries after the last sweep
-        #: (:func:`_drop_repeats`).
+        #: (:func:`_sweep_holders`).
         self.held_left = HELD_SWEEP_AT
         self.held_size = 0
         #: The predicates in which this node has stored a provenance that is not a single
@@ -871,7 +871,7 @@ def _hold(ctx: AbsorptionContext, fact, ann) -> None:
     its new derivation, so the lists of the variables that live long grow with the run.
     Once as many entries were appended as the index held after its last sweep (at first
     :data:`HELD_SWEEP_AT`), every list drops its repeats, first occurrences kept in order
-    (:func:`_drop_repeats`): O(1) per append amortized, and the index holds at most about
+    (:func:`_sweep_holders`): O(1) per append amortized, and the index holds at most about
     twice as many entries as the distinct (variable, fact) pairs ever filed."""
     ids = _cube_of(ctx.bdd, ann)
     if ids is None:                     # not a conjunction of x-variables: ask its support
@@ -882,10 +882,10 @@ def _hold(ctx: AbsorptionContext, fact, ann) -> None:
         holders[i].append(fact)
     ctx.held_left -= len(ids)
     if ctx.held_left <= 0:
-        _drop_repeats(ctx)
+        _sweep_holders(ctx)
 
 
-def _drop_repeats(ctx: AbsorptionContext, present: dict | None = None) -> None:
+def _sweep_holders(ctx: AbsorptionContext, present: dict | None = None) -> None:
     """Drop the repeats of every list of :attr:`AbsorptionContext.holders` and set the
     appends left before the next sweep to the entries left (at least
     :data:`HELD_SWEEP_AT`).
@@ -938,14 +938,14 @@ def _indexed(ctx: AbsorptionContext, facts: Callable[[], Iterable], names: froze
     of it), the index built first from ``facts()`` if the node has none yet. Once at least
     half as many entries were appended as the index held after its last sweep (or
     :data:`HELD_SWEEP_AT` less half of that), the index is first swept against the
-    node's present facts (:func:`_drop_repeats`): O(1) per entry, amortized."""
+    node's present facts (:func:`_sweep_holders`): O(1) per entry, amortized."""
     if ctx.holders is None:
         ctx.holders = defaultdict(list)
         for pred, tuples, values in facts():
             for t, f in zip(tuples, values):
                 _hold(ctx, (pred, t), f)
     elif ctx.held_left <= ctx.held_size // 2:
-        _drop_repeats(ctx, {(pred, t): f for pred, tuples, values in facts()
+        _sweep_holders(ctx, {(pred, t): f for pred, tuples, values in facts()
                             for t, f in zip(tuples, values)})
     held: dict = {}
     for name in sorted(names):          # one order in every process (str hashing)

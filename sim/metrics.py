@@ -183,8 +183,8 @@ class StepResult:
     and ``per_worker`` hold this step's deltas per node/worker merged with the engine's state
     figures at the end of the step (:data:`STATE_FIELDS`), a read-only :class:`Row` each;
     ``state`` holds the totals of the state figures and ``provenance_per_tuple`` their
-    ratio. ``check`` is ``None`` (not
-    checked), ``True`` or ``False``; ``diff`` lists up to a few differing tuples as
+    ratio. ``check`` is ``None`` (not checked), ``True`` or ``False``; ``diff`` lists up
+    to a few differing tuples as
     ``(relation, "+"/"-", tuple)`` (``+``: the engine has it, the reference does not).
     When every node is its own worker, of the same id, ``per_worker`` is ``per_node``
     itself (the same rows, kept once).
