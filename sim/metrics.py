@@ -30,8 +30,8 @@ from typing import Hashable, Iterable, Mapping, NamedTuple
 
 from ndlog.files import atomic_open, write_atomic
 
-__all__ = ["Counters", "Tally", "Snapshot", "StepResult", "Row", "write_json", "write_csv",
-           "write_metrics", "TALLY_FIELDS", "STATE_FIELDS"]
+__all__ = ["Counters", "Tally", "Snapshot", "StepResult", "Row", "RowTable", "write_json",
+           "write_csv", "write_metrics", "TALLY_FIELDS", "STATE_FIELDS"]
 
 #: traffic/processing fields of a :class:`Tally`
 TALLY_FIELDS = ("msgs_sent", "updates_sent", "bytes_sent", "msgs_recv", "updates_recv",
@@ -115,9 +115,79 @@ class Row(Mapping):
         return self                     # read-only: a copy is itself
 
 
-def row_table(table: dict) -> dict:
-    """``key -> Row`` of a ``key -> dict`` table (the same keys, in order)."""
-    return {k: Row(v) for k, v in table.items()}
+class RowTable(Mapping):
+    """One step's ``node (or worker) -> Row`` table, read-only: its rows in a tuple beside a
+    key index, shared with the previous step's table when the keys are the same.
+
+    As a dict, the table cost a step about 4.6 KiB on a 100-node network even when every
+    row repeated from the step before; this way a step adds a tuple of pointers.
+
+    Parameters
+    ----------
+    keys:
+        The nodes (workers), in order.
+    rows:
+        Their rows, in the same order.
+    previous:
+        The previous step's table, whose key index is reused when its keys are ``keys``.
+    """
+
+    __slots__ = ("_keys", "_index", "_rows")
+
+    def __init__(self, keys: Iterable, rows: Iterable, previous: "RowTable | None" = None):
+        keys = tuple(keys)
+        if type(previous) is RowTable and previous._keys == keys:
+            self._keys, self._index = previous._keys, previous._index
+        else:
+            self._keys, self._index = keys, {k: i for i, k in enumerate(keys)}
+        self._rows = tuple(rows)
+        if len(self._rows) != len(self._keys):
+            raise ValueError(f"{len(self._keys)} keys but {len(self._rows)} rows")
+
+    def __getitem__(self, key):
+        return self._rows[self._index[key]]
+
+    def get(self, key, default=None):
+        i = self._index.get(key)
+        return default if i is None else self._rows[i]
+
+    def __contains__(self, key) -> bool:
+        return key in self._index
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self):
+        return (RowTable, (self._keys, self._rows))
+
+    def __deepcopy__(self, memo) -> "RowTable":
+        return self                     # read-only, its rows too: a copy is itself
+
+
+def row_table(table: dict, previous: Mapping | None = None) -> RowTable:
+    """The :class:`RowTable` of a ``key -> dict`` table (the same keys, in order).
+
+    A row equal to ``previous``'s row of the same key (the same fields, in the same order,
+    with the same values) is that row: rows are read-only, so steps share them. In a long
+    run of link flaps most nodes see no traffic in a step and keep their state, and their
+    rows repeat from step to step (98 of 100 nodes per flap step on ``ts100``).
+    """
+    get = previous.get if type(previous) is RowTable else None
+    rows = []
+    for k, v in table.items():
+        row = Row(v)
+        if get is not None:
+            old = get(k)
+            if type(old) is Row and old._index is row._index and old._values == row._values:
+                row = old
+        rows.append(row)
+    return RowTable(table, rows, previous if get is not None else None)
 
 
 class Counters:
@@ -201,8 +271,8 @@ class StepResult:
     traffic: dict
     state: dict = field(default_factory=dict)
     provenance_per_tuple: float = 0.0
-    per_node: dict = field(default_factory=dict)
-    per_worker: dict = field(default_factory=dict)
+    per_node: Mapping = field(default_factory=dict)
+    per_worker: Mapping = field(default_factory=dict)
     check: bool | None = None
     diff: list = field(default_factory=list)
     converged: bool = True
@@ -239,7 +309,7 @@ def _key(x) -> str:
 
 
 def _jsonable(value):
-    if isinstance(value, (dict, Row)):
+    if isinstance(value, Mapping):
         return {_key(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]

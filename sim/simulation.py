@@ -506,8 +506,10 @@ class Simulation:
             result.state = totals
             if totals["tuples"]:
                 result.provenance_per_tuple = totals["provenance_bytes"] / totals["tuples"]
-        result.per_node = row_table(per_node)
-        result.per_worker = result.per_node if shared else row_table(per_worker)
+        last = self.steps[-1] if self.steps else None   # rows that repeat are shared
+        result.per_node = row_table(per_node, last and last.per_node)
+        result.per_worker = result.per_node if shared else \
+            row_table(per_worker, last and last.per_worker)
         self._snapshot = c.snapshot()
 
     def check(self) -> tuple[bool, list]:

@@ -387,6 +387,40 @@ def test_step_rows_are_compact_read_only_mappings(tmp_path):
         assert (tmp_path / name).read_text() == (tmp_path / ("plain-" + name)).read_text()
 
 
+def test_rows_that_repeat_from_the_last_step_are_shared():
+    """A node that saw no traffic in two steps and kept its state has the same row in both:
+    the second step keeps the first's row object instead of a copy. The step's table is a
+    read-only mapping whose key index is the previous step's."""
+    import psn
+    import copy
+    import pickle
+    from sim import Simulation
+    from sim.metrics import RowTable
+    ring = make("ring", n=5)
+    sim = Simulation(psn.parse("r1 reachable(@S, D) :- link(@S, D).\n"
+                               "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).\n"
+                               "r3 mark(@S) :- flag(@S).\n"), ring, seed=1)
+    loaded = sim.step(insert={"link": sorted(ring.facts(2)["link"])})
+    first = sim.step(insert={"flag": [(0,)]})
+    second = sim.step(insert={"flag": [(1,)]})
+    for n in (2, 3, 4):
+        assert second.per_node[n] is first.per_node[n]
+        assert second.per_node[n]["processed"] == 0
+        assert second.per_node[n]["tuples"] == loaded.per_node[n]["tuples"] > 0
+    assert first.per_node[0]["processed"] > 0 == second.per_node[0]["processed"]
+    assert second.per_node[0] is not first.per_node[0]
+    assert second.per_node[1]["processed"] > 0 == first.per_node[1]["processed"]
+    assert second.per_node[1]["tuples"] == first.per_node[1]["tuples"] + 2
+    assert second.per_worker is second.per_node
+    table = second.per_node                   # the table itself: read-only, keys shared
+    assert type(table) is RowTable and table._index is first.per_node._index
+    assert table == {n: dict(row) for n, row in table.items()} and list(table) == [*range(5)]
+    assert table.get(9) is None and 9 not in table and len(table) == 5
+    with pytest.raises(TypeError):
+        table[0] = {}
+    assert pickle.loads(pickle.dumps(table)) == table and copy.deepcopy(table) is table
+
+
 def test_metrics_json_and_csv(tmp_path):
     step = StepResult(index=0, label="insert 1", inserted=4, deleted=0, start=0.0,
                       sim_time=0.5, wall_time=0.01, events=9,
