@@ -373,15 +373,11 @@ def _head_builder(bound_first: list[bool]):
     """``(key, values) -> head tuples`` for :func:`_atom_project`'s groups: ``bound_first``
     says, per head argument, whether it is in ``key`` (in order; one argument is the key
     itself, several a tuple) or in ``values`` (likewise). ``values`` must iterate the same
-    way twice (a set or a list): with several value columns, each is read in a pass."""
+    way twice (a set or a list): with several value columns, each is read in a pass. It is
+    called once per key and round, not per match."""
     n_key, n_val = sum(bound_first), len(bound_first) - sum(bound_first)
-    if bound_first == [True, False]:        # reachable(S, D) :- link(S, Z), reachable(Z, D)
-        return lambda key, values: zip(repeat(key), values)
-    if bound_first == [False, True]:
-        return lambda key, values: zip(values, repeat(key))
-    if n_key == 0:
-        return (lambda key, values: values) if n_val > 1 else \
-            (lambda key, values: zip(values))
+    if n_key == 0 and n_val > 1:
+        return lambda key, values: values       # the values are the head tuples
     slots, k, v = [], 0, 0
     for is_key in bound_first:
         slots.append((is_key, k if is_key else v))
