@@ -398,7 +398,9 @@ def _test_step(test, nxt):
 def _delta_step(match, nxt, part, cell, delta_part):
     """``fire(sign, tuple, annotation, out)``: match the picked update's tuple against the
     delta atom and run the rest of the chain (``cell`` holds the sign and output list the
-    chain's ``finish`` reads; ``delta_part`` the delta atom's (fact, value) part)."""
+    chain's ``finish`` reads; ``delta_part`` the delta atom's (fact, value) part). The
+    cell lets go of ``out`` when the chain is done: kept, it would hold every node's last
+    derivations until the rule fires again (a tenth of a 1,000-node run's memory)."""
     def fire(sign, tup, ann, out):
         cell[0] = sign
         cell[1] = out
@@ -408,6 +410,7 @@ def _delta_step(match, nxt, part, cell, delta_part):
             if part is not None:
                 part[1] = tup
             nxt(env)
+        cell[1] = None
     return fire
 
 

@@ -101,7 +101,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from itertools import compress, repeat
-from operator import contains, not_
+from operator import contains, is_, not_
 from sys import intern
 from typing import Any, Callable, Iterable
 
@@ -154,13 +154,27 @@ class Alternatives:
     frozenset: buffers hold millions of alternatives on a 1,000-node topology, and a
     frozenset of 15 ints takes about four times the memory). Owned by one MinShip record
     (:meth:`AbsorptionScheme.ship_merge` appends in place); never shipped, never stored
-    by a node. Iterates, indexes and counts like the list of its alternatives."""
+    by a node. Iterates, indexes and counts like the list of its alternatives.
+
+    While every alternative is a single derivation kept as its tuple of ids (all that lazy
+    MinShip buffers), ``ids`` is ``fs`` itself: one list instead of two equal ones."""
 
     __slots__ = ("fs", "ids")
 
     def __init__(self, fs: list, ids: list):
         self.fs = fs
-        self.ids = ids
+        self.ids = fs if len(fs) == len(ids) and all(map(is_, fs, ids)) else ids
+
+    def append(self, f, ids: tuple | None) -> None:
+        """Add the alternative ``f`` whose insertion ids are ``ids`` (None unless ``f`` is a
+        single derivation); ``ids`` stops being ``fs`` when they differ."""
+        if self.ids is self.fs:
+            if ids is f:
+                self.fs.append(f)
+                return
+            self.ids = list(self.fs)
+        self.fs.append(f)
+        self.ids.append(ids)
 
     def __iter__(self):
         return iter(self.fs)
@@ -750,8 +764,7 @@ class AbsorptionScheme(AnnotationScheme):
         result either way)."""
         ids = new if type(new) is tuple else _ids_tuple(ctx.bdd.cube_ids(new))
         if type(have) is Alternatives:
-            have.fs.append(new)
-            have.ids.append(ids)
+            have.append(new, ids)
             return have
         return Alternatives([have, new], [_ids_tuple(_cube_of(ctx.bdd, have)), ids])
 

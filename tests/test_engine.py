@@ -7,6 +7,7 @@ base facts, or with a property the paper states; nothing is hard-coded from a ru
 
 from __future__ import annotations
 
+import gc
 import random
 import weakref
 
@@ -314,6 +315,21 @@ def test_node_is_deterministic():
         node.receive((1, "aux", ("a", "b", "d"), scheme.base(None, None, 0)))
         outs.append(node.step())
     assert outs[0] == outs[1] and outs[0]
+
+
+def test_a_fired_rule_lets_go_of_the_output_list():
+    """The derivations a rule fires into belong to the caller: the compiled rule keeps no
+    reference to the list once it has fired (a kept one holds a node's last derivations
+    alive until the rule fires again)."""
+    from provenance import get_scheme
+    scheme = get_scheme("set")
+    node = Node("a", prepare(psn.parse(REACH_LOCAL)), scheme)
+    out: list = []
+    for t in [("a", "b"), ("a", "c")]:
+        for fire in node.fire_table["link"]:
+            fire(1, t, scheme.one(None), out)
+    assert out
+    assert not [r for r in gc.get_referrers(out) if type(r) is list]
 
 
 def test_string_program_and_burst_strings():

@@ -620,6 +620,34 @@ def test_buffer_of_alternatives_behaves_like_their_or(seed):
             assert one <= want
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_buffer_of_single_derivations_keeps_one_list(seed):
+    """A buffer keeps each alternative's insertion ids beside it; while every alternative
+    is a tuple of ids (lazy MinShip's), the two lists are one, and an alternative that is a
+    BDD splits them without losing an entry."""
+    from provenance.absorption import Alternatives
+    from provenance.bdd import var_name
+    rng = random.Random(seed)
+    scheme = AbsorptionScheme(reorder=False)
+    ctx = scheme.context("n", scheme.shared_context())
+    bdd = ctx.bdd
+    for _ in range(40):
+        alts = [tuple(sorted(rng.sample(range(8), rng.randint(1, 3))))
+                for _ in range(rng.randint(2, 6))]
+        if rng.random() < 0.5:                          # a formula somewhere in the list
+            alts.insert(rng.randrange(len(alts) + 1),
+                        bdd.var(var_name(rng.randrange(8))) | bdd.var(var_name(8)))
+        have = alts[0]
+        for a in alts[1:]:
+            have = scheme.ship_merge(ctx, have, a)
+        assert type(have) is Alternatives and have.fs == alts
+        assert (have.ids is have.fs) == all(type(a) is tuple for a in alts)
+        assert have.ids == [a if type(a) is tuple else bdd.cube_ids(a) for a in alts]
+        left = scheme.ship_restrict(ctx, have, {var_name(rng.randrange(8))})
+        if type(left) is Alternatives:
+            assert (left.ids is left.fs) == all(type(a) is tuple for a in left.fs)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_formula_absorbed_by_a_buffer_is_implied_by_an_alternative(seed):
     """A derivation that is not a single one (an OR, as eager MinShip ships) against a
