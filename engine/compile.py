@@ -400,7 +400,8 @@ def _delta_step(match, nxt, part, cell, delta_part):
     delta atom and run the rest of the chain (``cell`` holds the sign and output list the
     chain's ``finish`` reads; ``delta_part`` the delta atom's (fact, value) part). The
     cell lets go of ``out`` when the chain is done: kept, it would hold every node's last
-    derivations until the rule fires again (a tenth of a 1,000-node run's memory)."""
+    derivations until the rule fires again (200 of the 1,866 MiB peak of reachable on
+    1,000 nodes with set semantics)."""
     def fire(sign, tup, ann, out):
         cell[0] = sign
         cell[1] = out
