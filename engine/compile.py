@@ -42,6 +42,7 @@ from ndlog import ast as A
 from ndlog.analysis import monotone_error, monotone_ok
 from ndlog.expr import compile_compare, compile_term
 
+from .codegen import join_factory
 from .program import absence_pred
 
 __all__ = ["compile_delta_rules", "plan_order"]
@@ -216,7 +217,8 @@ def _match_fn(binds, same, post, const_checks):
     return m
 
 
-def compile_delta_rules(node, rules, program) -> dict[str, list[Callable]]:
+def compile_delta_rules(node, rules, program, generate: bool = True
+                        ) -> dict[str, list[Callable]]:
     """Compile every delta rule of ``rules`` for ``node``.
 
     Returns ``predicate -> [fire(sign, tuple, delta_annotation, out)]``: calling ``fire``
@@ -224,44 +226,45 @@ def compile_delta_rules(node, rules, program) -> dict[str, list[Callable]]:
     every derivation, as Nigam et al. 2012, Sec. 2.3 / Fig. 2 ``fireRules``. The delta
     rules of a negated atom ``not q(...)`` are filed under ``!q``
     (:func:`engine.program.absence_pred`), the updates of the absence relation.
+
+    With ``generate`` (the default) a delta rule that is a plain join is one generated
+    function (:mod:`engine.codegen`); otherwise, and for every other rule, a chain of
+    closures. The two derive the same updates in the same order.
     """
     table: dict[str, list[Callable]] = {}
     for rule in rules:
         atoms = rule.body_atoms
         for i, atom in enumerate(atoms):
-            fire = _compile_one(node, rule, i, program)
+            fire = _compile_one(node, rule, i, program, generate)
             table.setdefault(atom.pred, []).append(fire)
         for k, atom in enumerate(rule.negated_atoms):
-            fire = _compile_one(node, rule, len(atoms) + k, program)
+            fire = _compile_one(node, rule, len(atoms) + k, program, generate)
             table.setdefault(absence_pred(atom.pred), []).append(fire)
     return table
 
 
-def _plan(rule: A.Rule, delta: int, cache: dict):
-    """Node-independent pieces of one delta rule, compiled once per program: the order, and
-    per step the analysed atom (key function, match function) or compiled literal."""
-    key = (id(rule), delta)
-    hit = cache.get(key)
-    if hit is not None and hit[0] is rule:
-        return hit[1]
+def _raw_plan(rule: A.Rule, delta: int) -> tuple[list, list]:
+    """The analysed delta rule, before anything is compiled into closures or source:
+    ``(steps, head)``. Steps, in evaluation order (:func:`plan_order`):
+
+    * ``("delta", x, (binds, same, post, consts))``: the delta atom (body position ``x``);
+    * ``("atom", x, (pred, mode, positions, key parts, binds, same, post))``, mode
+      ``"full"``, ``"index"`` or ``"scan"``, the key parts in position order;
+    * ``("neg", x, (pred, key parts))``: a negated atom read as an absence;
+    * ``("assign", name, fn)`` and ``("test", fn, None)``: literals.
+
+    ``binds``, ``same``, ``post`` and key parts are :func:`_analyse_atom`'s; ``consts``
+    ``[(position, fn)]``. ``head``: per argument ``("var", name)`` or ``("fn", fn)``."""
     atoms = rule.body_atoms
     negs = rule.negated_atoms
     n = len(atoms)
-    order = plan_order(rule, delta)
     steps = []
     bound: set[str] = set()
-    for k, (kind, x) in enumerate(order):
+    for k, (kind, x) in enumerate(plan_order(rule, delta)):
         if kind == "neg" and k:
             atom = negs[x]
             _, key_parts, _, _, _ = _analyse_atom(atom, bound)   # every argument bound
-            steps.append(("neg", n + x, (atom.pred, _key_fn(key_parts))))
-            continue
-        if kind == "neg":                     # the delta of the absence relation
-            atom = negs[x]
-            key_pos, key_parts, binds, same, post = _analyse_atom(atom, set())
-            consts = [(p, f) for p, (_, f) in zip(key_pos, key_parts)]
-            steps.append(("delta", n + x, _match_fn(binds, same, post, consts)))
-            bound |= {v.name for v in A.literal_vars(atom)}
+            steps.append(("neg", n + x, (atom.pred, key_parts)))
             continue
         if kind == "lit":
             name = _lit_binds(x, bound)
@@ -274,39 +277,60 @@ def _plan(rule: A.Rule, delta: int, cache: dict):
                     else x
                 steps.append(("test", compile_compare(test), None))
             continue
-        atom = atoms[x]
-        key_pos, key_parts, binds, same, post = _analyse_atom(atom, bound if k else set())
-        if k == 0:
+        atom = negs[x] if kind == "neg" else atoms[x]
+        key_pos, key_parts, binds, same, post = _analyse_atom(atom, bound)
+        if k == 0:                            # the delta atom (of an absence for a "neg")
             consts = [(p, f) for p, (_, f) in zip(key_pos, key_parts)]
-            steps.append(("delta", x, _match_fn(binds, same, post, consts)))
+            steps.append(("delta", x if kind == "atom" else n + x,
+                          (binds, same, post, consts)))
         else:
-            arity = atom.arity
             if not key_parts:
-                mode, key_fn, positions = "scan", None, ()
-            elif tuple(key_pos) == tuple(range(arity)):
-                mode, key_fn, positions = "full", _key_fn(key_parts), tuple(key_pos)
+                mode = "scan"
+            elif tuple(key_pos) == tuple(range(atom.arity)):
+                mode = "full"
             else:
-                pairs = sorted(zip(key_pos, key_parts))
-                positions = tuple(p for p, _ in pairs)
-                mode, key_fn = "index", _key_fn([kp for _, kp in pairs])
-            steps.append(("atom", x, (atom.pred, mode, positions, key_fn,
-                                      _match_fn(binds, same, post, ()))))
+                mode = "index"
+            steps.append(("atom", x, (atom.pred, mode, tuple(key_pos), key_parts, binds,
+                                      same, post)))
         bound |= {v.name for v in A.literal_vars(atom)}
-    head = rule.head
-    head_names = [t.name for t in head.args if isinstance(t, A.Var) and not t.anonymous]
-    if len(head_names) == len(head.args):
-        head_fn = _getter(head_names)
-    else:
-        fns = [compile_term(t) for t in head.args]
+    head = [("var", t.name) if isinstance(t, A.Var) and not t.anonymous
+            else ("fn", compile_term(t)) for t in rule.head.args]
+    return steps, head
 
-        def head_fn(env):
-            return tuple(f(env) for f in fns)
-    plan = (steps, head_fn)
+
+def _plan(rule: A.Rule, delta: int, cache: dict):
+    """Node-independent pieces of one delta rule, compiled once per program: the raw plan
+    (:func:`_raw_plan`) and, per step, the closures of the chain (key function, match
+    function) or compiled literal."""
+    key = (id(rule), delta)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is rule:
+        return hit[1]
+    raw, head = _raw_plan(rule, delta)
+    steps = []
+    for kind, x, data in raw:
+        if kind == "delta":
+            binds, same, post, consts = data
+            steps.append((kind, x, _match_fn(binds, same, post, consts)))
+        elif kind == "atom":
+            pred, mode, positions, key_parts, binds, same, post = data
+            key_fn = None if mode == "scan" else _key_fn(key_parts)
+            steps.append((kind, x, (pred, mode, positions, key_fn,
+                                    _match_fn(binds, same, post, ()))))
+        elif kind == "neg":
+            steps.append((kind, x, (data[0], _key_fn(data[1]))))
+        else:
+            steps.append((kind, x, data))
+    if all(kind == "var" for kind, _ in head):
+        head_fn = _getter([name for _, name in head])
+    else:
+        head_fn = _key_fn(head)
+    plan = (steps, head_fn, raw, head)
     cache[key] = (rule, plan)
     return plan
 
 
-def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
+def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Callable:
     scheme, ctx = node.scheme, node.ctx
     atoms = rule.body_atoms
     uses_parts = scheme.uses_parts
@@ -314,7 +338,7 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
         [[absence_pred(a.pred), None, None] for a in rule.negated_atoms]
     cell = [1, None]  # current sign, output list
     hpred = rule.head.pred
-    steps, head_fn = _plan(rule, delta, program.plan_cache)
+    steps, head_fn, raw, head = _plan(rule, delta, program.plan_cache)
     derive = scheme.derive
     if program.distributed:
         loc = rule.head.loc if rule.head.loc is not None else 0
@@ -336,8 +360,15 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
             cell[1].append((central if loc is None else h[loc], (cell[0], hpred, h, fixed)))
 
     guards = _monotone_guards(program, rule)
-    if guards:
-        finish = _guarded(node, rule, guards, finish)
+    guard = _guard(node, rule, guards) if guards else None
+    if generate:
+        factory = _join_factory(rule, delta, raw, head, program, loc, fixed is not None,
+                                uses_parts, guard is not None)
+        if factory is not None:
+            return factory(_join_bindings(node, rule, raw, parts, delta, central, fixed,
+                                          derive, ctx, guard))
+    if guard is not None:
+        finish = _guarded(guard, finish)
 
     # Build the chain backwards: each step calls the next; the delta atom's step is fire.
     nxt = finish
@@ -359,6 +390,38 @@ def _compile_one(node, rule: A.Rule, delta: int, program) -> Callable:
     return fire
 
 
+def _join_factory(rule: A.Rule, delta: int, raw: list, head: list, program, loc,
+                  fixed: bool, uses_parts: bool, guarded: bool):
+    """:func:`engine.codegen.join_factory` of the delta rule, made once per program."""
+    key = ("join", id(rule), delta, fixed, uses_parts, guarded)
+    cache = program.plan_cache
+    hit = cache.get(key)
+    if hit is not None and hit[0] is rule:
+        return hit[1]
+    factory = join_factory(rule.name or "?", raw, head, delta, loc, fixed, uses_parts,
+                           guarded)
+    cache[key] = (rule, factory)
+    return factory
+
+
+def _join_bindings(node, rule: A.Rule, raw: list, parts: list, delta: int, central,
+                   fixed, derive, ctx, guard) -> dict:
+    """The objects of ``node`` a generated delta rule reads (see
+    :func:`engine.codegen.join_factory`)."""
+    b = {"HP": rule.head.pred, "CENTRAL": central, "FIXED": fixed, "derive": derive,
+         "ctx": ctx, "parts": parts, "dp": parts[delta], "GUARD": guard}
+    for k, (kind, x, data) in enumerate(raw):
+        if kind != "atom":
+            continue
+        pred, mode, positions = data[:3]
+        b[f"st{k}"], b[f"ov{k}"] = node.table(pred), node.nu_table(pred)
+        if mode == "index":
+            b[f"ix{k}"] = node.index(pred, positions).get
+        b[f"pt{k}"] = parts[x]
+        b[f"nu{k}"] = node.nu_new_lookup(pred, positions if mode == "index" else mode)
+    return b
+
+
 def _monotone_guards(program, rule: A.Rule) -> list:
     """``(spec, user's rule name, head var, body var, func)`` that aggregate selection needs
     checked in this localized rule (:attr:`localize.analysis.AggSelPlan.guards`)."""
@@ -366,9 +429,9 @@ def _monotone_guards(program, rule: A.Rule) -> list:
             for name, src, h, b, func in plan.guards if name == rule.name]
 
 
-def _guarded(node, rule: A.Rule, guards: list, nxt):
-    """``nxt`` after checking that the derivation strictly worsens the aggregated values,
-    while the node prunes (``node.monotone_checks``, set by :func:`engine.aggsel.install`):
+def _guard(node, rule: A.Rule, guards: list) -> Callable:
+    """``check(env)``: that the derivation strictly worsens the aggregated values, while
+    the node prunes (``node.monotone_checks``, set by :func:`engine.aggsel.install`):
     pruning is exact only then (Liu et al. 2009, Sec. 6), so a violation stops the run with
     the error every evaluator gives (:func:`ndlog.analysis.monotone_error`)."""
     def check(env):
@@ -377,8 +440,15 @@ def _guarded(node, rule: A.Rule, guards: list, nxt):
                 if not monotone_ok(func, env[h], env[b]):
                     raise monotone_error(spec, replace(rule, name=src), h, b, func,
                                          env[h], env[b])
-        nxt(env)
     return check
+
+
+def _guarded(check: Callable, nxt):
+    """``nxt`` after ``check`` (:func:`_guard`)."""
+    def guarded(env):
+        check(env)
+        nxt(env)
+    return guarded
 
 
 def _assign_step(name: str, fn, nxt):
@@ -482,7 +552,7 @@ def _atom_step(node, data, nxt, part, view_nu: bool):
                     part[2] = s
                 nxt(env)
         if over:
-            for t in nu_new(env, key_fn):
+            for t in nu_new(key_fn(env) if key_fn is not None else None):
                 if match(t, env):
                     if part is not None:
                         part[1] = t

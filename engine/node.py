@@ -285,29 +285,30 @@ class Node:
         return idx
 
     def nu_new_lookup(self, pred: str, spec) -> Callable:
-        """Lookup of tuples present in ν but not committed (inserted in this batch)."""
+        """``key -> tuples`` present in ν but not committed (inserted in this batch) whose
+        arguments at the positions ``spec`` equal ``key`` (``spec`` ``"full"``: the tuple
+        ``key`` itself; ``"scan"``: every such tuple, ``key`` ignored)."""
         state_p, over = self.table(pred), self.nu_table(pred)
         cache = self._nu_cache
         if spec == "scan":
-            def scan(env, key_fn):
+            def scan(key):
                 return [t for t, s in over.items() if s is not None and t not in state_p]
             return scan
         if spec == "full":
-            def full(env, key_fn):
-                k = key_fn(env)
-                return (k,) if over.get(k) is not None and k not in state_p else ()
+            def full(key):
+                return (key,) if over.get(key) is not None and key not in state_p else ()
             return full
         positions = spec
         ck = (pred, positions)
 
-        def lookup(env, key_fn):
+        def lookup(key):
             idx = cache.get(ck)
             if idx is None:
                 idx = cache[ck] = {}
                 for t, s in over.items():
                     if s is not None and t not in state_p:
                         idx.setdefault(tuple(t[p] for p in positions), []).append(t)
-            return idx.get(key_fn(env), ())
+            return idx.get(key, ())
         return lookup
 
     def absent(self, pred: str, t: tuple, view_nu: bool) -> Any:
