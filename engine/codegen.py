@@ -1,7 +1,7 @@
-"""Generate the Python source of a delta rule that is a plain join, as one function.
+"""Generate the Python source of a delta rule, as one function.
 
-Role: the fast form of :mod:`engine.compile`'s delta rules for the common rule shape: a body
-of positive atoms whose arguments are variables, and a head of variables, such as::
+Role: the fast form of :mod:`engine.compile`'s delta rules, for every rule without negated
+atoms. Take::
 
     r2c reachable(@S, D) :- link(@S, Z), r2_aux(@S, Z, D).
 
@@ -28,15 +28,17 @@ for a scheme without body parts::
 lookup of its new tuples; ``HP`` the head predicate, ``FIXED`` the scheme's constant
 annotation.) The closure chain of :mod:`engine.compile` calls a Python function per step
 of the chain (six for this rule) and fills a dictionary of variables per derivation; this
-function makes no call but the lookups. The two derive the same updates in the same order,
-with the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py``
-compares them). The source is made and compiled once per (rule, delta position) and
-program; each node calls the resulting factory with its own tables.
+function makes no call but the lookups. A rule with expressions (assignments, comparisons,
+a constant or an expression as an argument) or aggregate selection's monotonicity check
+also keeps the bound variables in a dictionary, which the compiled expressions
+(:mod:`ndlog.expr`) read. The two forms derive the same updates in the same order, with
+the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py`` compares
+them). The source is made and compiled once per (rule, delta position) and program; each
+node calls the resulting factory with its own tables.
 
-Deliberately not here: rules with a constant or an expression as an argument, assignments,
-comparisons, negated atoms, a head argument that is not a variable, or aggregate
-selection's monotonicity checks (:func:`join_factory` returns None and the closure chain
-serves them); anything about picking or committing.
+Deliberately not here: negated atoms, and rules with more than :data:`MAX_NU_ATOMS` atoms
+read from ν (:func:`join_factory` returns None and the closure chain serves them); the
+analysis of a rule (:func:`engine.compile._raw_plan`); anything about picking or committing.
 """
 
 from __future__ import annotations

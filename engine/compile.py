@@ -14,7 +14,10 @@ matches, not to the tables. Assignments and comparisons run as soon as their var
 bound; expressions mean what :mod:`ndlog.expr` says (the one meaning of expressions).
 
 A plan is compiled once per (rule, delta position) and bound to a node's dictionaries, which
-are never replaced (only mutated), so the closures read them directly.
+are never replaced (only mutated), so the closures read them directly. A delta rule without
+negated atoms is, by default, one generated function instead of the chain
+(:mod:`engine.codegen`: the same joins as nested loops with the variables as locals); the
+chain stays the reference it is tested against, and serves the rest.
 
 Negated atoms (``not q(...)``) take part as atoms of the *absence* relation ``!q`` that the
 node maintains (:meth:`engine.node.Node.absent`): positions ``n .. n+m-1`` after the ``n``
@@ -227,9 +230,9 @@ def compile_delta_rules(node, rules, program, generate: bool = True
     rules of a negated atom ``not q(...)`` are filed under ``!q``
     (:func:`engine.program.absence_pred`), the updates of the absence relation.
 
-    With ``generate`` (the default) a delta rule that is a plain join is one generated
-    function (:mod:`engine.codegen`); otherwise, and for every other rule, a chain of
-    closures. The two derive the same updates in the same order.
+    With ``generate`` (the default) a delta rule without negated atoms is one generated
+    function (:mod:`engine.codegen`); otherwise a chain of closures. The two derive the
+    same updates in the same order.
     """
     table: dict[str, list[Callable]] = {}
     for rule in rules:
