@@ -54,8 +54,9 @@ MAX_NU_ATOMS = 3
 
 def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
                  fixed: bool, uses_parts: bool, guarded: bool) -> Callable | None:
-    """The factory of one delta rule as a generated function, or None for a rule with a
-    negated atom or too many atoms read from ν (see the module docstring).
+    """The factory of one delta rule as a generated function, or None for a rule with too
+    many atoms read from ν or a negated atom read as an absence (the caller offers no rule
+    with a negated atom: see the module docstring).
 
     Parameters
     ----------

@@ -364,7 +364,7 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
 
     guards = _monotone_guards(program, rule)
     guard = _guard(node, rule, guards) if guards else None
-    if generate:
+    if generate and not rule.negated_atoms:
         factory = _join_factory(rule, delta, raw, head, program, loc, fixed is not None,
                                 uses_parts, guard is not None)
         if factory is not None:
