@@ -56,7 +56,7 @@ def _count(checkout: Path, topology: str, annotation: str, step: bool) -> int:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         os.path.realpath(sys.executable), "-c", code, topology, annotation,
+         sys.executable, "-c", code, topology, annotation,
          "step" if step else "setup"],
         cwd=checkout, env=env, capture_output=True, text=True)
     found = re.search(r"Collected : (\d+)", done.stderr)
