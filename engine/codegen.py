@@ -36,8 +36,9 @@ the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py``
 them). The source is made and compiled once per (rule, delta position) and program; each
 node calls the resulting factory with its own tables.
 
-Deliberately not here: negated atoms, and rules with more than :data:`MAX_NU_ATOMS` atoms
-read from ν (:func:`join_factory` returns None and the closure chain serves them); the
+Deliberately not here: negated atoms (:mod:`engine.compile` does not offer such rules), and
+rules with more than :data:`MAX_NU_ATOMS` atoms read from ν (:func:`join_factory` returns
+None); the closure chain serves both. Also not here: the
 analysis of a rule (:func:`engine.compile._raw_plan`); anything about picking or committing.
 """
 
@@ -55,8 +56,8 @@ MAX_NU_ATOMS = 3
 def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
                  fixed: bool, uses_parts: bool, guarded: bool) -> Callable | None:
     """The factory of one delta rule as a generated function, or None for a rule with too
-    many atoms read from ν or a negated atom read as an absence (the caller offers no rule
-    with a negated atom: see the module docstring).
+    many atoms read from ν. The rule has no negated atom (:mod:`engine.compile` keeps the
+    closure chain for those: see the module docstring).
 
     Parameters
     ----------
@@ -85,12 +86,11 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
         ``derive``, ``ctx``, ``parts`` (the body parts), ``dp`` (the delta atom's part),
         ``GUARD`` and, per atom step ``k`` of ``raw``, ``st<k>`` and ``ov<k>`` (its
         committed table and ν overlay), ``ix<k>`` (its index's ``get``, mode index),
-        ``pt<k>`` (its part) and ``nu<k>`` (``key -> new tuples in ν``) to the node's
+        ``pt<k>`` (its part) and ``nu<k>`` (``key -> new tuples in ν``, an atom read from
+        ν) to the node's
         objects (:func:`engine.compile._join_bindings`); the compiled expressions are the
         factory's own.
     """
-    if any(kind == "neg" for kind, _, _ in raw):
-        return None
     if sum(1 for kind, x, _ in raw if kind == "atom" and x < delta) > MAX_NU_ATOMS:
         return None
     writer = _Writer(raw, head, delta, loc, fixed, uses_parts, guarded)
@@ -117,6 +117,7 @@ class _Writer:
             any(kind == "fn" for kind, _ in head) or any(self._has_fn(s) for s in raw)
         self.params = ["HP", "CENTRAL", "FIXED", "derive", "ctx", "parts", "dp", "GUARD"]
         self.funcs: dict[str, Callable] = {}
+        self._fn_names: dict[int, str] = {}          # id(compiled expression) -> its name
         self.lines: list[str] = []
         self.var: dict[str, str] = {}
 
@@ -153,9 +154,12 @@ class _Writer:
         return "\n".join(text) + "\n"
 
     def _fn(self, f: Callable) -> str:
-        """The parameter name of a compiled expression (the factory passes it in)."""
-        name = f"f{len(self.funcs)}"
-        self.funcs[name] = f
+        """The parameter name of a compiled expression (the factory passes it in), one per
+        expression: an atom read from ν writes its tests twice."""
+        name = self._fn_names.get(id(f))
+        if name is None:
+            name = self._fn_names[id(f)] = f"f{len(self.funcs)}"
+            self.funcs[name] = f
         return name
 
     def _term(self, part) -> str:

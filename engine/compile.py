@@ -339,7 +339,6 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
     uses_parts = scheme.uses_parts
     parts = [[a.pred, None, None] for a in atoms] + \
         [[absence_pred(a.pred), None, None] for a in rule.negated_atoms]
-    cell = [1, None]  # current sign, output list
     hpred = rule.head.pred
     steps, head_fn, raw, head = _plan(rule, delta, program.plan_cache)
     derive = scheme.derive
@@ -349,6 +348,15 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
         loc = None
     central = node.central
     fixed = scheme.fixed_annotation
+    guards = _monotone_guards(program, rule)
+    guard = _guard(node, rule, guards) if guards else None
+    if generate and not rule.negated_atoms:
+        factory = _join_factory(rule, delta, raw, head, program, loc, fixed is not None,
+                                uses_parts, guard is not None)
+        if factory is not None:
+            return factory(_join_bindings(node, rule, raw, parts, delta, central, fixed,
+                                          derive, ctx, guard))
+    cell = [1, None]  # current sign, output list
 
     def finish(env):
         h = head_fn(env)
@@ -362,14 +370,6 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
             h = head_fn(env)
             cell[1].append((central if loc is None else h[loc], (cell[0], hpred, h, fixed)))
 
-    guards = _monotone_guards(program, rule)
-    guard = _guard(node, rule, guards) if guards else None
-    if generate and not rule.negated_atoms:
-        factory = _join_factory(rule, delta, raw, head, program, loc, fixed is not None,
-                                uses_parts, guard is not None)
-        if factory is not None:
-            return factory(_join_bindings(node, rule, raw, parts, delta, central, fixed,
-                                          derive, ctx, guard))
     if guard is not None:
         finish = _guarded(guard, finish)
 
@@ -421,7 +421,8 @@ def _join_bindings(node, rule: A.Rule, raw: list, parts: list, delta: int, centr
         if mode == "index":
             b[f"ix{k}"] = node.index(pred, positions).get
         b[f"pt{k}"] = parts[x]
-        b[f"nu{k}"] = node.nu_new_lookup(pred, positions if mode == "index" else mode)
+        if x < delta:                        # read from ν
+            b[f"nu{k}"] = node.nu_new_lookup(pred, positions if mode == "index" else mode)
     return b
 
 

@@ -317,16 +317,20 @@ def test_node_is_deterministic():
     assert outs[0] == outs[1] and outs[0]
 
 
-def test_a_fired_rule_lets_go_of_the_output_list():
-    """The derivations a rule fires into belong to the caller: the compiled rule keeps no
-    reference to the list once it has fired (a kept one holds a node's last derivations
-    alive until the rule fires again)."""
+@pytest.mark.parametrize("generate", [True, False])
+def test_a_fired_rule_lets_go_of_the_output_list(generate):
+    """The derivations a rule fires into belong to the caller: the compiled rule, generated
+    or a chain of closures, keeps no reference to the list once it has fired (a kept one
+    holds a node's last derivations alive until the rule fires again)."""
+    from engine.compile import compile_delta_rules
     from provenance import get_scheme
     scheme = get_scheme("set")
-    node = Node("a", prepare(psn.parse(REACH_LOCAL)), scheme)
+    program = prepare(psn.parse(REACH_LOCAL))
+    node = Node("a", program, scheme)
+    fires = compile_delta_rules(node, program.rules, program, generate=generate)["link"]
     out: list = []
     for t in [("a", "b"), ("a", "c")]:
-        for fire in node.fire_table["link"]:
+        for fire in fires:
             fire(1, t, scheme.one(None), out)
     assert out
     assert not [r for r in gc.get_referrers(out) if type(r) is list]
