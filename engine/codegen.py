@@ -85,10 +85,10 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
         ``HP`` (the head predicate), ``CENTRAL``, ``FIXED`` (the constant annotation),
         ``derive``, ``ctx``, ``parts`` (the body parts), ``dp`` (the delta atom's part),
         ``GUARD`` and, per atom step ``k`` of ``raw``, ``st<k>`` and ``ov<k>`` (its
-        committed table and ν overlay), ``ix<k>`` (its index's ``get``, mode index),
-        ``pt<k>`` (its part) and ``nu<k>`` (``key -> new tuples in ν``, an atom read from
-        ν) to the node's
-        objects (:func:`engine.compile._join_bindings`); the compiled expressions are the
+        committed table and ν overlay), ``ix<k>`` (its probe's cell, mode index:
+        :meth:`engine.node.Node.index_probe`), ``pt<k>`` (its part) and ``nu<k>`` (``key
+        -> new tuples in ν``, an atom read from ν) to the node's objects
+        (:func:`engine.compile._join_bindings`); the compiled expressions are the
         factory's own.
     """
     if sum(1 for kind, x, _ in raw if kind == "atom" and x < delta) > MAX_NU_ATOMS:
@@ -208,7 +208,7 @@ class _Writer:
             self.lines.append(f"{pad}{key} = (" +
                               "".join(f"{self._term(p)}, " for p in key_parts) + ")")
         source = {"full": f"(({key},) if {key} in {st} else ())",
-                  "index": f"(ix{k}({key}) or ())", "scan": st}[mode]
+                  "index": f"(ix{k}[0]({key}) or ())", "scan": st}[mode]
         saved = dict(self.var)
         self.lines.append(f"{pad}for t{k} in {source}:")
         if x < self.delta:                                # read from ν

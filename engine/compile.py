@@ -419,7 +419,7 @@ def _join_bindings(node, rule: A.Rule, raw: list, parts: list, delta: int, centr
         pred, mode, positions = data[:3]
         b[f"st{k}"], b[f"ov{k}"] = node.table(pred), node.nu_table(pred)
         if mode == "index":
-            b[f"ix{k}"] = node.index(pred, positions).get
+            b[f"ix{k}"] = node.index_probe(pred, positions)
         b[f"pt{k}"] = parts[x]
         if x < delta:                        # read from ν
             b[f"nu{k}"] = node.nu_new_lookup(pred, positions if mode == "index" else mode)
@@ -520,10 +520,10 @@ def _atom_step(node, data, nxt, part, view_nu: bool):
         def lookup(env):
             return state_p
     else:
-        get = node.index(pred, positions).get
+        probe = node.index_probe(pred, positions)
 
         def lookup(env):
-            return get(key_fn(env)) or ()
+            return probe[0](key_fn(env)) or ()
 
     if not view_nu:
         if part is None:

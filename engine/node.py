@@ -228,7 +228,7 @@ class Node:
         self.state: dict[str, dict[tuple, Any]] = {}
         self.nu: dict[str, dict[tuple, Any]] = {}
         self._index_specs: dict[str, list[tuple[Callable, dict]]] = {}
-        self._indexes: dict[tuple[str, tuple[int, ...]], dict] = {}
+        self._probes: dict[tuple[str, tuple[int, ...]], list] = {}
         self._nu_cache: dict = {}
         self._touched: list[str] = []
         self.queue: list[Update] = []
@@ -272,17 +272,60 @@ class Node:
         self.table(pred)
         return self.nu[pred]
 
-    def index(self, pred: str, positions: tuple[int, ...]) -> dict:
-        """The committed hash index of ``pred`` on ``positions`` (``key -> {tuple: None}``)."""
+    def index_probe(self, pred: str, positions: tuple[int, ...]) -> list:
+        """The lookup of ``pred``'s committed tuples by their arguments at ``positions``,
+        in a one-element list: ``cell[0](key)`` gives a dict whose keys are the committed
+        tuples with those arguments equal to ``key``, or None if there are none.
+
+        Three forms, all giving the same tuples:
+
+        * ``positions`` is only the location argument of a distributed program: every tuple
+          stored here has this node as its location, so the lookup gives the table itself
+          for this node's key and no index is kept;
+        * the table is empty now: the index is *dormant*, made (from the table) and kept up
+          to date only from the first lookup that finds the table non-empty, and a lookup
+          before that gives None without making it. A rule whose other atom changes rarely
+          (``link`` joined with the localizer's ``r2_aux``) then keeps no index through an
+          insertion: on the 1,000-node dense topology that is about 8 million entries;
+        * otherwise a hash index (``key -> {tuple: None}``) made now and kept up to date by
+          :meth:`_commit`.
+
+        When the index is made, ``cell[0]`` becomes its ``get``.
+        """
         key = (pred, positions)
-        idx = self._indexes.get(key)
-        if idx is None:
-            idx = self._indexes[key] = {}
-            key_of = _key_getter(positions)
-            self._index_specs.setdefault(pred, []).append((key_of, idx))
-            for t in self.table(pred):
-                idx.setdefault(key_of(t), {})[t] = None
-        return idx
+        cell = self._probes.get(key)
+        if cell is None:
+            cell = self._probes[key] = [self._probe_fn(pred, positions)]
+        return cell
+
+    def _probe_fn(self, pred: str, positions: tuple[int, ...]) -> Callable:
+        table = self.table(pred)
+        program = self.program
+        if program.distributed and self.id != CENTRAL and \
+                positions == (program.loc.get(pred) or 0,):
+            return {(self.id,): table}.get
+        if table:
+            return self._make_index(pred, positions)
+
+        def dormant(key):
+            if not table:
+                return None
+            return self._make_index(pred, positions)(key)
+        return dormant
+
+    def _make_index(self, pred: str, positions: tuple[int, ...]) -> Callable:
+        """Make the committed hash index of ``pred`` on ``positions`` from its table, have
+        :meth:`_commit` keep it up to date, and return its ``get`` (also put in the
+        probe's cell)."""
+        idx: dict = {}
+        key_of = _key_getter(positions)
+        self._index_specs.setdefault(pred, []).append((key_of, idx))
+        for t in self.table(pred):
+            idx.setdefault(key_of(t), {})[t] = None
+        cell = self._probes.get((pred, positions))
+        if cell is not None:
+            cell[0] = idx.get
+        return idx.get
 
     def nu_new_lookup(self, pred: str, spec) -> Callable:
         """``key -> tuples`` present in ν but not committed (inserted in this batch) whose

@@ -64,6 +64,16 @@ def _steps(net, case) -> None:
     _compare(net, case, "deletions")
 
 
+def _stored_where_located(net) -> None:
+    """Every fact a node stores names that node as its location: the node's join lookups
+    on the location argument alone read its whole table (``Node.index_probe``)."""
+    nodes = getattr(getattr(net, "sim", None), "net", net).nodes
+    for node in nodes.values():
+        for pred, rows in node.state.items():
+            for t in rows:
+                assert node.program.location(pred, t) == node.id, (node.id, pred, t)
+
+
 class _SimNet:
     """A :class:`sim.Simulation` with the network interface the steps use."""
 
@@ -106,8 +116,9 @@ def test_corpus_in_memory(name, annotation):
         with pytest.raises(psn.PSNError, match="--annotation absorption"):
             Network(case.program, annotation=annotation)
         return
-    _steps(Network(case.program, annotation=annotation, delivery="random",
-                   seed=len(name)), case)
+    net = Network(case.program, annotation=annotation, delivery="random", seed=len(name))
+    _steps(net, case)
+    _stored_where_located(net)
 
 
 @pytest.mark.parametrize("annotation", ["absorption", "derivation", "dred", "relative"])
@@ -118,7 +129,9 @@ def test_corpus_in_the_simulator(name, annotation):
         with pytest.raises(psn.PSNError, match="--annotation absorption"):
             _SimNet(case, annotation)
         return
-    _steps(_SimNet(case, annotation), case)
+    net = _SimNet(case, annotation)
+    _steps(net, case)
+    _stored_where_located(net)
 
 
 @pytest.mark.parametrize("engine", ["memory", "sim"])
@@ -132,6 +145,7 @@ def test_corpus_with_minship_per_worker(name, engine):
     else:
         net = _SimNet(case, "absorption", options)
     _steps(net, case)
+    _stored_where_located(net)
 
 
 @pytest.mark.ray

@@ -336,6 +336,36 @@ def test_a_fired_rule_lets_go_of_the_output_list(generate):
     assert not [r for r in gc.get_referrers(out) if type(r) is list]
 
 
+def test_a_join_lookup_keeps_an_index_only_once_it_finds_tuples():
+    """A lookup on the location argument alone reads the node's table; any other lookup
+    makes its index the first time it finds the table non-empty, and the index follows
+    every later commit."""
+    from provenance import get_scheme
+    scheme = get_scheme("set")
+    node = Node("a", prepare(psn.parse(REACH_LOCAL)), scheme)
+    one = scheme.one(None)
+    located = node.index_probe("reachable", (0,))
+    by_link = node.index_probe("aux", (0, 1))
+    assert located[0](("a",)) is node.state["reachable"] and located[0](("b",)) is None
+    node.receive((1, "link", ("a", "b"), one))
+    node.step()                                  # r2c looks aux up by (a, b): empty
+    assert by_link[0](("a", "b")) is None and "aux" not in node._index_specs
+    node.receive((1, "aux", ("a", "b", "d"), one))
+    node.step()
+    assert "aux" not in node._index_specs        # nothing looked aux up since
+    node.receive((1, "link", ("a", "c"), one))
+    node.receive((1, "aux", ("a", "c", "e"), one))
+    out = node.step()                            # aux(a, c, e) is new: found in ν
+    assert (1, "reachable", ("a", "e"), one) in [u for _, u in out]
+    assert by_link[0](("a", "b")) == {("a", "b", "d"): None}
+    node.receive((-1, "aux", ("a", "b", "d"), one))
+    node.step()
+    assert by_link[0](("a", "b")) is None and by_link[0](("a", "c")) == {("a", "c", "e"): None}
+    node.receive((1, "reachable", ("a", "e"), one))
+    node.step()
+    assert located[0](("a",)) is node.state["reachable"] and ("a", "e") in located[0](("a",))
+
+
 def test_string_program_and_burst_strings():
     net = Network("p(@X, Y) :- q(@X, Y), Y > 2.", annotation="set")
     net.apply(["q(@n, 1)", "+q(@n, 3)", ("+", "q", ("m", 5))]).run()

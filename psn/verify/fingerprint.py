@@ -177,7 +177,7 @@ def update_form(canon: Canon, update: tuple) -> tuple:
 NODE_ATTRIBUTES_READ = frozenset({
     "id", "state", "waiting", "queue", "ctx", "pick_stages", "send_stages", "aggregates",
     "nu", "program", "scheme", "batch", "fire_table", "negated", "_index_specs",
-    "_indexes", "_nu_cache", "_touched", "metrics", "step", "has_work",
+    "_probes", "_nu_cache", "_touched", "metrics", "step", "has_work",
 })
 
 
