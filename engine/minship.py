@@ -306,6 +306,7 @@ class MinShip:
         zeros: dict = {}                        # remote destination -> names to zero
         records, dirty = self.records, self.dirty
         absorbs, merge, one = scheme.ship_absorbs, scheme.ship_merge, scheme.ship_one
+        equal = scheme.equal
         lazy = self.mode == "lazy"
         plain = lazy and not self.selectors
         shipped = absorbed = buffered = 0
@@ -332,7 +333,9 @@ class MinShip:
                 first = one(ctx, ann)           # lazy: ship one derivation at once
                 res.append(item if first is upd[3] else (dst, (1, pred, tup, first)))
                 shipped += 1
-                self._ship_record(scheme, ctx, table, dst, pred, tup, None, first, ann)
+                # the record (_ship_record, written out: one per derivation shipped)
+                table[tup] = first if first is ann or equal(ctx, first, ann) \
+                    else Record(first, ann)
                 continue
             if type(rec) is Record:
                 if rec.s is None:               # held by aggregate selection

@@ -670,12 +670,22 @@ class Node:
                 yield pred, tuples, values
 
     def _commit(self) -> list[tuple[str, tuple, bool]]:
+        """Write ν into the state, keep the join indexes up to date, and return the
+        presence changes of the relations aggregates read (``(pred, tuple, present)``)."""
         changes = []
         aggs = self.aggregates
         for pred in self._touched:
             over = self.nu[pred]
             state_p = self.state[pred]
             specs = self._index_specs.get(pred, ())
+            if not specs and pred not in aggs:      # no index, no aggregate: values only
+                for t, s in over.items():
+                    if s is None:
+                        state_p.pop(t, None)
+                    else:
+                        state_p[t] = s
+                over.clear()
+                continue
             for t, s in over.items():
                 was = t in state_p
                 if s is None:
