@@ -299,6 +299,7 @@ class Node:
         return cell
 
     def _probe_fn(self, pred: str, positions: tuple[int, ...]) -> Callable:
+        """The first content of :meth:`index_probe`'s cell (its three forms)."""
         table = self.table(pred)
         program = self.program
         if program.distributed and self.id != CENTRAL and \

@@ -357,6 +357,7 @@ def test_a_join_lookup_keeps_an_index_only_once_it_finds_tuples():
     node.receive((1, "aux", ("a", "c", "e"), one))
     out = node.step()                            # aux(a, c, e) is new: found in ν
     assert (1, "reachable", ("a", "e"), one) in [u for _, u in out]
+    assert "aux" in node._index_specs            # the lookup by (a, c) found aux(a, b, d)
     assert by_link[0](("a", "b")) == {("a", "b", "d"): None}
     node.receive((-1, "aux", ("a", "b", "d"), one))
     node.step()
