@@ -303,7 +303,7 @@ class Node:
         table = self.table(pred)
         program = self.program
         if program.distributed and self.id != CENTRAL and \
-                positions == (program.loc.get(pred) or 0,):
+                positions == (program.location_position(pred),):
             return {(self.id,): table}.get
         if table:
             return self._make_index(pred, positions)

@@ -117,10 +117,13 @@ class EngineProgram:
         """The node that stores ``pred(tup)``."""
         if not self.distributed:
             return CENTRAL
+        return tup[self.location_position(pred)] if tup else CENTRAL
+
+    def location_position(self, pred: str) -> int:
+        """The argument of ``pred`` that names the node storing its facts in a distributed
+        program (the first one if no atom of ``pred`` has a location specifier)."""
         i = self.loc.get(pred)
-        if i is None:
-            i = 0
-        return tup[i] if tup else CENTRAL
+        return 0 if i is None else i
 
 
 def is_local(rule: A.Rule) -> bool:

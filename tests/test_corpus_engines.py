@@ -67,7 +67,7 @@ def _steps(net, case) -> None:
 def _stored_where_located(net) -> None:
     """Every fact a node stores names that node as its location: the node's join lookups
     on the location argument alone read its whole table (``Node.index_probe``)."""
-    nodes = getattr(getattr(net, "sim", None), "net", net).nodes
+    nodes = net.sim.net.nodes if isinstance(net, _SimNet) else net.nodes
     for node in nodes.values():
         for pred, rows in node.state.items():
             for t in rows:
