@@ -105,9 +105,10 @@ recorded (``S`` None, ``H`` its provenance, "held"); when a shipped fact of the 
 disappears, the held facts that became best are shipped.
 
 Works with schemes that implement the shipping algebra of
-:class:`provenance.absorption.AbsorptionScheme` (``ship_restrict``, ``ship_absorbs``,
-``ship_merge``, ``ship_value``, ``ship_diff``, ``ship_one``, ``ship_zeroed_names``,
-``ship_dead_names``, ``ship_zeroing``, and on the receiving side ``zero_everywhere``);
+:class:`provenance.absorption.AbsorptionScheme` (``ship_restrict``, ``ship_restricts``,
+``ship_absorbs``, ``ship_verdict``, ``ship_merge``, ``ship_value``, ``ship_diff``,
+``ship_one``, ``ship_zeroed_names``, ``ship_dead_names``, ``ship_zeroing``, and on the
+receiving side ``zero_everywhere``);
 :func:`install` leaves other schemes alone (``set`` has no provenance to buffer,
 ``derivation`` must ship every occurrence).
 
@@ -126,6 +127,8 @@ import math
 from typing import NamedTuple
 
 from ndlog.errors import InputError
+from provenance.base import SHIP_ABSORBED, SHIP_NOW
+
 from .node import EVERY_FACT
 
 __all__ = ["MinShip", "Record", "ShipMode", "parse_ship", "install", "node_stages",
@@ -209,7 +212,8 @@ def _period(text: str) -> float | None:
 
 def supports(scheme) -> bool:
     """True if ``scheme`` implements the shipping algebra MinShip needs."""
-    return all(hasattr(scheme, m) for m in ("ship_restrict", "ship_absorbs", "ship_diff",
+    return all(hasattr(scheme, m) for m in ("ship_restrict", "ship_restricts",
+                                            "ship_absorbs", "ship_verdict", "ship_diff",
                                             "ship_zeroed_names", "ship_dead_names",
                                             "ship_zeroing", "ship_one", "ship_merge",
                                             "ship_value", "zero_everywhere"))
@@ -297,7 +301,8 @@ class MinShip:
         scheme, ctx = node.scheme, node.ctx
         me = node.id
         remote = self._remote(me)
-        restrict = scheme.ship_restrict
+        # nothing zeroed at the node: no derivation to restrict (asked once per step)
+        restrict = scheme.ship_restrict if scheme.ship_restricts(ctx) else None
         if self.selectors:                     # every new fact joins its group first
             out = self._restrict_and_group(scheme, ctx, remote, out)
             restrict = None
@@ -305,25 +310,29 @@ class MinShip:
         touched: dict[tuple, None] = {}
         zeros: dict = {}                        # remote destination -> names to zero
         records, dirty = self.records, self.dirty
-        absorbs, merge, one = scheme.ship_absorbs, scheme.ship_merge, scheme.ship_one
+        verdict, merge, one = scheme.ship_verdict, scheme.ship_merge, scheme.ship_one
         equal = scheme.equal
         lazy = self.mode == "lazy"
         plain = lazy and not self.selectors
         shipped = absorbed = buffered = 0
+        last = table = None             # (dst, pred) of table, the last item's records
         for item in out:
             dst, upd = item
             sign, pred, tup, ann = upd
             if sign < 0:
                 self._delete(scheme, ctx, dst, pred, tup, ann, res, touched,
                              zeros if dst != me else None)
+                last = None                     # it may have dropped the table
                 continue
             if restrict is not None:
                 ann = restrict(ctx, ann)
                 if ann is None:
                     continue
-            table = records.get((dst, pred))
-            if table is None:
-                table = records[(dst, pred)] = {}
+            if last is None or last[1] is not pred or last[0] != dst:
+                last = (dst, pred)
+                table = records.get(last)
+                if table is None:
+                    table = records[last] = {}
             rec = table.get(tup)
             if rec is None:
                 if not plain:                   # eager, or aggregate selection
@@ -345,9 +354,10 @@ class MinShip:
                 s_, h_ = rec.s, rec.h
             else:
                 s_ = h_ = rec
-            if absorbs(ctx, h_, ann):
+            judged = verdict(ctx, s_, h_, ann, lazy)
+            if judged == SHIP_ABSORBED:
                 absorbed += 1
-            elif lazy and absorbs(ctx, ann, s_):
+            elif judged == SHIP_NOW:
                 # a derivation that absorbs the one shipped (a subset of its base tuples:
                 # the sender's own store dropped the longer one, so it will never send a
                 # deletion for its other variables): ship it, it becomes S

@@ -107,7 +107,7 @@ from typing import Any, Callable, Iterable
 
 from ndlog.builtins import format_value
 
-from .base import NO_FIRE, AnnotationScheme
+from .base import NO_FIRE, SHIP_ABSORBED, SHIP_BUFFER, SHIP_NOW, AnnotationScheme
 from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chains_overhead, format_fact,
                   insertion_id, node_var_id, var_key, var_name)
 
@@ -755,6 +755,49 @@ class AbsorptionScheme(AnnotationScheme):
             return mine.issuperset(theirs)
         return as_function(bdd, new) <= have
 
+    def ship_restricts(self, ctx) -> bool:
+        """Whether :meth:`ship_restrict` without ``names`` may change a provenance at this
+        node now, i.e. whether some variable is zeroed here. MinShip asks once per step
+        instead of calling :meth:`ship_restrict` on every derivation it is handed."""
+        return ctx.any_zeroed
+
+    def ship_verdict(self, ctx, shipped, have, new, lazy: bool) -> int:
+        """What MinShip does with ``new``, a derivation of a fact whose record towards a
+        destination is ``shipped`` (``S``) and ``have`` (``H``, ``shipped`` itself when
+        nothing is buffered).
+
+        Returns
+        -------
+        int
+            :data:`~provenance.base.SHIP_ABSORBED` if ``have`` absorbs it
+            (:meth:`ship_absorbs`); else, when ``lazy``,
+            :data:`~provenance.base.SHIP_NOW` if it absorbs ``shipped`` (its base tuples
+            are a subset of those shipped); else :data:`~provenance.base.SHIP_BUFFER`.
+
+        Notes
+        -----
+        The two tests of Liu et al. 2009, Sec. 5 (BatchShipLazy) in one call. Between
+        single derivations (all lazy MinShip meets) a record with nothing buffered needs
+        one subset test: ``S`` absorbs ``new`` only if it is no longer, and ``new``
+        absorbs ``S`` only if it is shorter. The two :meth:`ship_absorbs` calls this
+        replaces took a third of MinShip's time in a line profile of its ``send``
+        (reachable on a dense 150-node topology).
+        """
+        if type(new) is tuple and type(shipped) is tuple:
+            if have is shipped:
+                if len(shipped) <= len(new):
+                    return SHIP_ABSORBED if set(new).issuperset(shipped) else SHIP_BUFFER
+                return SHIP_NOW if lazy and set(shipped).issuperset(new) else SHIP_BUFFER
+            if type(have) is Alternatives and have.ids is have.fs:    # all single ones
+                if _cubes_absorb(new, have.fs):
+                    return SHIP_ABSORBED
+                return SHIP_NOW if lazy and _subset(new, shipped) else SHIP_BUFFER
+        if self.ship_absorbs(ctx, have, new):
+            return SHIP_ABSORBED
+        if lazy and self.ship_absorbs(ctx, new, shipped):
+            return SHIP_NOW
+        return SHIP_BUFFER
+
     def ship_merge(self, ctx, have, new):
         """Add the derivations ``new`` to the buffer ``have``: an :class:`Alternatives`
         list, not an OR (the OR of a few path conjunctions is a large BDD in a fixed
@@ -997,20 +1040,24 @@ def _cubes_holding(tuples: Iterable, cubes: Iterable, ids: frozenset) -> Iterabl
 
 def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
     """True if the :data:`Cube` ``new`` implies one alternative of ``have``: a subset test
-    against each single derivation no longer than ``new`` (only those can be subsets)."""
+    against each single derivation (:func:`_cubes_absorb`), CUDD's Leq against a BDD."""
     ids = have.ids
-    if None in ids:                         # some alternative is not a single derivation
+    if ids is not have.fs and None in ids:  # some alternative is not a single derivation
         mine, f = set(new), as_function(bdd, new)
         return any(mine.issuperset(s) if s is not None else f <= h
                    for h, s in zip(have.fs, ids))
-    n = len(new)
-    mine = None
-    for s in ids:
-        if len(s) <= n:
-            if mine is None:
-                mine = set(new)
-            if mine.issuperset(s):
-                return True
+    return _cubes_absorb(new, ids)
+
+
+def _cubes_absorb(new: tuple, cubes: list) -> bool:
+    """True if the :data:`Cube` ``new`` has every id of one of ``cubes`` (implies it).
+    One subset test per cube, without first comparing lengths: a longer cube fails at its
+    first id that ``new`` lacks, and on the buffers of reachable on a dense 100-node
+    topology (61,637 tests) the loop took about a third less time without the test."""
+    mine = set(new).issuperset
+    for s in cubes:
+        if mine(s):
+            return True
     return False
 
 

@@ -59,13 +59,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-__all__ = ["AnnotationScheme", "AnnotationBudgetExceeded", "NO_FIRE", "Fact"]
+__all__ = ["AnnotationScheme", "AnnotationBudgetExceeded", "NO_FIRE", "Fact",
+           "SHIP_ABSORBED", "SHIP_NOW", "SHIP_BUFFER"]
 
 #: A fact as the engine names it: ``(predicate, tuple of values)``.
 Fact = tuple
 
 #: Returned as the delta of :meth:`AnnotationScheme.pick` when the update is not news.
 NO_FIRE = type("NoFire", (), {"__repr__": lambda self: "NO_FIRE"})()
+
+#: The answers of a shipping scheme's ``ship_verdict`` (the algebra MinShip works with, see
+#: :mod:`engine.minship`): a new derivation of a fact already shipped towards a destination
+#: is absorbed by what was produced there, shipped now, or buffered as an alternative.
+SHIP_ABSORBED, SHIP_NOW, SHIP_BUFFER = 0, 1, 2
 
 
 class AnnotationBudgetExceeded(Exception):

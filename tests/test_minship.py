@@ -36,6 +36,7 @@ from engine.transport import Placement
 from provenance import get_scheme
 from provenance import absorption
 from provenance.absorption import AbsorptionScheme, Zeroing
+from provenance.base import SHIP_ABSORBED, SHIP_BUFFER, SHIP_NOW
 from provenance.bdd import var_name
 from test_liu_engine import FIG2, STEP4, Ledger, provenance_of
 
@@ -678,6 +679,49 @@ def test_formula_absorbed_by_a_buffer_is_implied_by_an_alternative(seed):
             continue
         want = any(new <= as_function(bdd, h) for h in have.fs)
         assert scheme.ship_absorbs(ctx, have, new) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ship_verdict_answers_as_the_two_absorption_tests(seed):
+    """MinShip's one call per derivation (``ship_verdict``) answers as its two tests did:
+    absorbed if ``H`` absorbs the new derivation, else (lazy only) shipped now if it
+    absorbs ``S``, else buffered; for records with nothing buffered and with buffers of
+    single derivations and BDDs, and a new derivation of either kind. A single
+    derivation is absorbed exactly when it implies the OR of the buffer."""
+    from provenance.absorption import as_function
+    rng = random.Random(seed)
+    scheme = AbsorptionScheme(reorder=False)
+    ctx = scheme.context("n", scheme.shared_context())
+    bdd = ctx.bdd
+
+    def cube():
+        return tuple(sorted(rng.sample(range(7), rng.randint(1, 4))))
+
+    def derivation(single: float):
+        if rng.random() < single:
+            return cube()
+        return bdd.cube_function(cube()) | bdd.cube_function(cube())
+
+    seen = set()
+    for _ in range(300):
+        shipped = have = derivation(0.8)
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            have = scheme.ship_merge(ctx, have, derivation(0.85))
+        new = derivation(0.85)
+        for lazy in (True, False):
+            if scheme.ship_absorbs(ctx, have, new):
+                want = SHIP_ABSORBED
+            elif lazy and scheme.ship_absorbs(ctx, new, shipped):
+                want = SHIP_NOW
+            else:
+                want = SHIP_BUFFER
+            got = scheme.ship_verdict(ctx, shipped, have, new, lazy)
+            assert got == want
+            if type(new) is tuple:
+                assert (got == SHIP_ABSORBED) == (
+                    as_function(bdd, new) <= as_function(bdd, scheme.ship_value(ctx, have)))
+            seen.add(got)
+    assert seen == {SHIP_ABSORBED, SHIP_NOW, SHIP_BUFFER}
 
 
 def _buffers(node) -> list:
