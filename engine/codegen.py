@@ -26,12 +26,18 @@ for a scheme without body parts::
 
 (``st1``, ``ov1``, ``nu1``: the node's committed ``link`` table, its ν overlay and the
 lookup of its new tuples; ``HP`` the head predicate, ``FIXED`` the scheme's constant
-annotation.) The closure chain of :mod:`engine.compile` calls a Python function per step
-of the chain (six for this rule) and fills a dictionary of variables per derivation; this
-function makes no call but the lookups. A rule with expressions (assignments, comparisons,
-a constant or an expression as an argument) or aggregate selection's monotonicity check
-also keeps the bound variables in a dictionary, which the compiled expressions
-(:mod:`ndlog.expr`) read. The two forms derive the same updates in the same order, with
+annotation.) A scheme with body parts calls ``derive(ctx, sign, (HP, h), parts, 1)`` per
+derivation instead, after writing each atom's tuple and value into its part; for a rule
+with two body atoms, a scheme with a fast form of it (``derive_pair``, absorption's union
+of two single derivations) is called as ``PAIR(pt1[2], ann)`` (the two body facts'
+annotations in body order) for an insertion first.
+
+The closure chain of :mod:`engine.compile` calls a Python function per step of the chain
+(six for this rule) and fills a dictionary of variables per derivation; this function
+makes no call but the lookups (and the scheme's). A rule with expressions (assignments,
+comparisons, a constant or an expression as an argument) or aggregate selection's
+monotonicity check also keeps the bound variables in a dictionary, which the compiled
+expressions (:mod:`ndlog.expr`) read. The two forms derive the same updates in the same order, with
 the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py`` compares
 them). The source is made and compiled once per (rule, delta position) and program; each
 node calls the resulting factory with its own tables.
@@ -54,7 +60,8 @@ MAX_NU_ATOMS = 3
 
 
 def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
-                 fixed: bool, uses_parts: bool, guarded: bool) -> Callable | None:
+                 fixed: bool, uses_parts: bool, guarded: bool,
+                 paired: bool = False) -> Callable | None:
     """The factory of one delta rule as a generated function, or None for a rule with too
     many atoms read from ν. The rule has no negated atom (:mod:`engine.compile` keeps the
     closure chain for those: see the module docstring).
@@ -77,6 +84,11 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
     guarded:
         A check runs before each derivation (aggregate selection's monotonicity): the
         binding ``GUARD(env)``.
+    paired:
+        The scheme has a fast form of ``derive`` for two body atoms
+        (:meth:`provenance.base.AnnotationScheme.derive_pair`), the binding ``PAIR``: a
+        rule with two body atoms calls it for an insertion, and ``derive`` only where it
+        returns None.
 
     Returns
     -------
@@ -84,7 +96,7 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
         ``factory(bindings) -> fire(sign, tuple, annotation, out)``. ``bindings`` maps
         ``HP`` (the head predicate), ``CENTRAL``, ``FIXED`` (the constant annotation),
         ``derive``, ``ctx``, ``parts`` (the body parts), ``dp`` (the delta atom's part),
-        ``GUARD`` and, per atom step ``k`` of ``raw``, ``st<k>`` and ``ov<k>`` (its
+        ``GUARD``, ``PAIR`` and, per atom step ``k`` of ``raw``, ``st<k>`` and ``ov<k>`` (its
         committed table and ν overlay), ``ix<k>`` (its probe's cell, mode index:
         :meth:`engine.node.Node.index_probe`), ``pt<k>`` (its part) and ``nu<k>`` (``key
         -> new tuples in ν``, an atom read from ν) to the node's objects
@@ -93,7 +105,7 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
     """
     if sum(1 for kind, x, _ in raw if kind == "atom" and x < delta) > MAX_NU_ATOMS:
         return None
-    writer = _Writer(raw, head, delta, loc, fixed, uses_parts, guarded)
+    writer = _Writer(raw, head, delta, loc, fixed, uses_parts, guarded, paired)
     source = writer.source()
     scope: dict = {}
     exec(compile(source, f"<delta rule {name} on body atom {delta}>", "exec"), scope)
@@ -109,13 +121,19 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
 class _Writer:
     """Writes the source of ``make(<bindings>) -> fire`` for one delta rule."""
 
-    def __init__(self, raw, head, delta, loc, fixed, uses_parts, guarded):
+    def __init__(self, raw, head, delta, loc, fixed, uses_parts, guarded, paired):
         self.raw, self.head, self.delta, self.loc = raw, head, delta, loc
         self.fixed, self.uses_parts, self.guarded = fixed, uses_parts, guarded
+        others = [k for k, (kind, _, _) in enumerate(raw) if kind == "atom"]
+        #: the atom step whose part is the other body fact of a two-atom rule, when the
+        #: scheme's PAIR derives its insertions; else None
+        self.pair_with = others[0] if paired and uses_parts and not fixed \
+            and len(others) == 1 else None
         #: expressions are called with a dictionary of the bound variables
         self.env = guarded or any(kind in ("assign", "test") for kind, _, _ in raw) or \
             any(kind == "fn" for kind, _ in head) or any(self._has_fn(s) for s in raw)
-        self.params = ["HP", "CENTRAL", "FIXED", "derive", "ctx", "parts", "dp", "GUARD"]
+        self.params = ["HP", "CENTRAL", "FIXED", "derive", "ctx", "parts", "dp", "GUARD",
+                       "PAIR"]
         self.funcs: dict[str, Callable] = {}
         self._fn_names: dict[int, str] = {}          # id(compiled expression) -> its name
         self.lines: list[str] = []
@@ -255,5 +273,14 @@ class _Writer:
         if self.fixed:
             self.lines.append(f"{pad}out.append(({dst}, (sign, HP, h, FIXED)))")
             return
+        if self.pair_with is not None:         # derive's fast form, derive as fallback
+            k = self.pair_with
+            x = self.raw[k][1]
+            args = f"pt{k}[2], ann" if x < self.delta else f"ann, pt{k}[2]"
+            self.lines += [f"{pad}a = PAIR({args}) if sign > 0 else None",
+                           f"{pad}if a is not None:",
+                           f"{pad}    out.append(({dst}, (sign, HP, h, a)))",
+                           f"{pad}else:"]
+            pad += "    "
         self.lines += [f"{pad}for a in derive(ctx, sign, (HP, h), parts, {self.delta}):",
                        f"{pad}    out.append(({dst}, (sign, HP, h, a)))"]

@@ -351,11 +351,12 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
     guards = _monotone_guards(program, rule)
     guard = _guard(node, rule, guards) if guards else None
     if generate and not rule.negated_atoms:
+        pair = scheme.derive_pair(ctx)
         factory = _join_factory(rule, delta, raw, head, program, loc, fixed is not None,
-                                uses_parts, guard is not None)
+                                uses_parts, guard is not None, pair is not None)
         if factory is not None:
             return factory(_join_bindings(node, rule, raw, parts, delta, central, fixed,
-                                          derive, ctx, guard))
+                                          derive, ctx, guard, pair))
     cell = [1, None]  # current sign, output list
 
     def finish(env):
@@ -394,25 +395,26 @@ def _compile_one(node, rule: A.Rule, delta: int, program, generate: bool) -> Cal
 
 
 def _join_factory(rule: A.Rule, delta: int, raw: list, head: list, program, loc,
-                  fixed: bool, uses_parts: bool, guarded: bool):
+                  fixed: bool, uses_parts: bool, guarded: bool, paired: bool):
     """:func:`engine.codegen.join_factory` of the delta rule, made once per program."""
-    key = ("join", id(rule), delta, fixed, uses_parts, guarded)
+    key = ("join", id(rule), delta, fixed, uses_parts, guarded, paired)
     cache = program.plan_cache
     hit = cache.get(key)
     if hit is not None and hit[0] is rule:
         return hit[1]
     factory = join_factory(rule.name or "?", raw, head, delta, loc, fixed, uses_parts,
-                           guarded)
+                           guarded, paired)
     cache[key] = (rule, factory)
     return factory
 
 
 def _join_bindings(node, rule: A.Rule, raw: list, parts: list, delta: int, central,
-                   fixed, derive, ctx, guard) -> dict:
+                   fixed, derive, ctx, guard, pair) -> dict:
     """The objects of ``node`` a generated delta rule reads (see
     :func:`engine.codegen.join_factory`)."""
     b = {"HP": rule.head.pred, "CENTRAL": central, "FIXED": fixed, "derive": derive,
-         "ctx": ctx, "parts": parts, "dp": parts[delta], "GUARD": guard}
+         "ctx": ctx, "parts": parts, "dp": parts[delta], "GUARD": guard,
+         "PAIR": pair}
     for k, (kind, x, data) in enumerate(raw):
         if kind != "atom":
             continue

@@ -222,6 +222,14 @@ def _union(a: tuple, b: tuple) -> tuple:
     return a if len(s) == len(a) else tuple(sorted(s))
 
 
+def _pair_union(a, b) -> tuple | None:
+    """:meth:`AbsorptionScheme.derive_pair`: the :data:`Cube` of ``a ∧ b`` when both are
+    single derivations, else None."""
+    if type(a) is tuple and type(b) is tuple:
+        return _union(a, b)
+    return None
+
+
 def _subset(a: tuple, b: tuple) -> bool:
     """True if the variables of cube ``a`` are among those of ``b`` (``b → a``)."""
     return len(a) <= len(b) and set(b).issuperset(a)
@@ -605,6 +613,11 @@ class AbsorptionScheme(AnnotationScheme):
                 if _is_false(bdd, acc):
                     return ()
         return (Zeroing(z.names, acc),)
+
+    def derive_pair(self, ctx):
+        """:meth:`derive` of an insertion from two single derivations: their union
+        (None for anything else, which :meth:`derive` handles)."""
+        return _pair_union
 
     # -- wire ----------------------------------------------------------------------------
     def serialize(self, ctx, ann):

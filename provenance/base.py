@@ -342,6 +342,27 @@ class AnnotationScheme:
             anns = [self.join(ctx, a, self.lift(ctx, fact, o)) for a in anns for o in occ]
         return [a for a in anns if not self.is_zero(ctx, a)]
 
+    def derive_pair(self, ctx) -> Callable[[Any, Any], Any] | None:
+        """A fast form of :meth:`derive` for the insertions of a rule with two body atoms,
+        or None (the default: the engine calls :meth:`derive`).
+
+        Returns
+        -------
+        callable or None
+            ``pair(a, b)``, given the annotations of the two body facts in body order (the
+            delta's and the other's stored value), returns the one annotation
+            ``derive(ctx, 1, head, parts, delta_pos)`` would return, or None where
+            :meth:`derive` must be asked (the engine then calls it). It may not depend
+            on the head, the facts or ``delta_pos``.
+
+        Notes
+        -----
+        A generated delta rule (:mod:`engine.codegen`) calls it once per derivation
+        instead of :meth:`derive`, which takes the body's parts, builds a head fact and
+        returns a sequence.
+        """
+        return None
+
     # -- wire ----------------------------------------------------------------------------
     def serialize(self, ctx, ann) -> Any:
         """A msgpack-able form of ``ann`` (``None`` means: nothing to ship)."""
