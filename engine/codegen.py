@@ -37,10 +37,10 @@ The closure chain of :mod:`engine.compile` calls a Python function per step of t
 makes no call but the lookups (and the scheme's). A rule with expressions (assignments,
 comparisons, a constant or an expression as an argument) or aggregate selection's
 monotonicity check also keeps the bound variables in a dictionary, which the compiled
-expressions (:mod:`ndlog.expr`) read. The two forms derive the same updates in the same order, with
-the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py`` compares
-them). The source is made and compiled once per (rule, delta position) and program; each
-node calls the resulting factory with its own tables.
+expressions (:mod:`ndlog.expr`) read. The two forms derive the same updates in the same
+order, with the same body parts handed to the scheme's ``derive`` (``tests/test_codegen.py``
+compares them). The source is made and compiled once per (rule, delta position) and
+program; each node calls the resulting factory with its own tables.
 
 Deliberately not here: negated atoms (:mod:`engine.compile` does not offer such rules), and
 rules with more than :data:`MAX_NU_ATOMS` atoms read from ν (:func:`join_factory` returns
@@ -96,12 +96,12 @@ def join_factory(name: str, raw: list, head: list, delta: int, loc: int | None,
         ``factory(bindings) -> fire(sign, tuple, annotation, out)``. ``bindings`` maps
         ``HP`` (the head predicate), ``CENTRAL``, ``FIXED`` (the constant annotation),
         ``derive``, ``ctx``, ``parts`` (the body parts), ``dp`` (the delta atom's part),
-        ``GUARD``, ``PAIR`` and, per atom step ``k`` of ``raw``, ``st<k>`` and ``ov<k>`` (its
-        committed table and ν overlay), ``ix<k>`` (its probe's cell, mode index:
-        :meth:`engine.node.Node.index_probe`), ``pt<k>`` (its part) and ``nu<k>`` (``key
-        -> new tuples in ν``, an atom read from ν) to the node's objects
-        (:func:`engine.compile._join_bindings`); the compiled expressions are the
-        factory's own.
+        ``GUARD``, ``PAIR`` (``derive_pair``'s function or None) and, per atom step ``k``
+        of ``raw``, ``st<k>`` and ``ov<k>`` (its committed table and ν overlay),
+        ``ix<k>`` (its probe's cell, mode index: :meth:`engine.node.Node.index_probe`),
+        ``pt<k>`` (its part) and ``nu<k>`` (``key -> new tuples in ν``, an atom read from
+        ν) to the node's objects (:func:`engine.compile._join_bindings`); the compiled
+        expressions are the factory's own.
     """
     if sum(1 for kind, x, _ in raw if kind == "atom" and x < delta) > MAX_NU_ATOMS:
         return None
