@@ -580,15 +580,31 @@ class Node:
         return out
 
     def _pick_all(self, queue: list, picked: list) -> None:
-        """Batched pick (the hot loop of :meth:`_pick`, with its lookups hoisted)."""
+        """Batched pick (the hot loop of :meth:`_pick`, with its lookups hoisted). A
+        scheme whose annotation is presence alone (``presence_only``, set semantics) has
+        its insertions picked here without a call: news iff the fact is absent."""
         nu, state, waiting, touched = self.nu, self.state, self.waiting, self._touched
-        pick, ctx = self.scheme.pick, self.ctx
+        scheme, ctx = self.scheme, self.ctx
+        pick = scheme.pick
+        present = scheme.fixed_annotation if scheme.presence_only else None
         processed = 0
         for upd in queue:
             sign, pred, tup, ann = upd
             over = nu.get(pred)
             if over is None:
                 self._pick(upd, picked, True)
+                continue
+            if present is not None and sign > 0:
+                fresh = over[tup] is None if tup in over else tup not in state[pred]
+                if not over:
+                    touched.append(pred)
+                over[tup] = present
+                processed += 1
+                if fresh:
+                    picked.append((sign, pred, tup, present))
+                if waiting and (pred, tup) in waiting:
+                    for w in waiting.pop((pred, tup)):
+                        self._pick(w, picked, True)
                 continue
             if tup in over:
                 res = pick(ctx, (pred, tup), over[tup], sign, ann, True)

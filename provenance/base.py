@@ -130,6 +130,13 @@ class AnnotationScheme:
         engine then drops duplicate outputs of one step.
     fixed_annotation:
         Not None if :meth:`derive` always returns ``[fixed_annotation]``.
+    presence_only:
+        True if a present fact's stored value is always ``fixed_annotation`` and
+        :meth:`pick` of an insertion returns ``(fixed_annotation, fixed_annotation)`` for
+        an absent fact and ``(fixed_annotation, NO_FIRE)`` for a present one (set
+        semantics): the engine then picks insertions without calling :meth:`pick`. A
+        subclass that overrides :meth:`pick` must not inherit it (``set``'s is False for
+        such a subclass).
     ships_annotations:
         False if :meth:`serialize` always returns None.
     uses_parts:
@@ -189,6 +196,9 @@ class AnnotationScheme:
     #: If not None, every derivation's annotation (``derive`` always returns exactly this
     #: one value): the engine then skips calling ``derive`` (set semantics).
     fixed_annotation = None
+    #: True if an insertion is news iff its fact is absent, and the stored value is always
+    #: ``fixed_annotation``: the engine then picks insertions itself (set semantics).
+    presence_only = False
     #: False if ``serialize`` always returns None (nothing to ship per tuple).
     ships_annotations = True
     unsafe_reason: str | None = None

@@ -39,6 +39,12 @@ class SetScheme(AnnotationScheme):
     fixed_annotation = True
     ships_annotations = False
 
+    @property
+    def presence_only(self) -> bool:
+        """True unless a subclass picks otherwise (overrides :meth:`pick`): the engine
+        then asks :meth:`pick` for every insertion, as for any other scheme."""
+        return type(self).pick is SetScheme.pick
+
     def one(self, ctx):
         return True
 

@@ -367,6 +367,43 @@ def test_a_join_lookup_keeps_an_index_only_once_it_finds_tuples():
     assert located[0](("a",)) is node.state["reachable"] and ("a", "e") in located[0](("a",))
 
 
+def test_set_insertions_picked_without_the_scheme_as_the_scheme_picks_them():
+    """Under set semantics a node picks an insertion itself (``presence_only``): news iff
+    the fact is absent. On a seeded stream of batches with repeated insertions, deletions
+    and deletions that arrive before their fact (they wait), it steps exactly as a node
+    that asks the scheme (a subclass overriding ``pick`` is always asked): the same
+    updates out, state, waiting deletions and counts."""
+    from provenance.set_scheme import SetScheme
+
+    class AskingSet(SetScheme):
+        def pick(self, *args, **kwargs):     # the same answers, but asked of the scheme
+            return super().pick(*args, **kwargs)
+
+    assert SetScheme().presence_only and not AskingSet().presence_only
+    program = prepare(psn.parse("t1 tc(X, Y) :- edge(X, Y).\n"
+                                "t2 tc(X, Y) :- tc(X, Z), edge(Z, Y)."))
+    fast, ref = (Node("n", program, scheme) for scheme in (SetScheme(), AskingSet()))
+    rng = random.Random(3)
+    waited = derived = 0
+    for _ in range(60):
+        batch = [(rng.choice((1, 1, -1)), "edge", tuple(rng.sample(range(5), 2)), True)
+                 for _ in range(rng.randint(1, 5))]
+        for _ in range(6):
+            for node in (fast, ref):
+                for upd in batch:
+                    node.receive(upd)
+            got, want = fast.step(), ref.step()
+            assert got == want
+            waited = max(waited, len(fast.waiting))
+            derived = max(derived, len(fast.state.get("tc", ())))
+            batch = [upd for _, upd in got]
+            if not batch:
+                break
+        assert fast.state == ref.state and fast.waiting == ref.waiting
+        assert fast.metrics.updates_processed == ref.metrics.updates_processed
+    assert waited and derived > 5
+
+
 def test_string_program_and_burst_strings():
     net = Network("p(@X, Y) :- q(@X, Y), Y > 2.", annotation="set")
     net.apply(["q(@n, 1)", "+q(@n, 3)", ("+", "q", ("m", 5))]).run()

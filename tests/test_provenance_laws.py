@@ -189,8 +189,24 @@ def test_derive_pair_answers_as_derive(name):
     assert answered >= SAMPLES
 
 
+@pytest.mark.parametrize("name", [n for n in scheme_names() if get_scheme(n).presence_only])
+def test_presence_only_insertions_pick_as_declared(name):
+    """A scheme that lets the engine pick its insertions (``presence_only``) picks them
+    as the engine then does: news iff absent, the stored value its fixed annotation."""
+    s = get_scheme(name)
+    ctx = s.context("n0", s.shared_context())
+    rng = random.Random(f"presence-{name}")
+    one = s.fixed_annotation
+    assert one is not None
+    for j in range(SAMPLES):
+        fact = ("b", (j,))
+        assert s.pick(ctx, fact, None, 1, s.sample_update(ctx, rng)) == (one, one)
+        assert s.pick(ctx, fact, one, 1, s.sample_update(ctx, rng)) == (one, NO_FIRE)
+
+
 def test_registry():
     assert "absorption" in _paired_schemes()
+    assert [n for n in scheme_names() if get_scheme(n).presence_only] == ["set"]
 
     assert {"set", "derivation"} <= set(scheme_names())
     assert isinstance(get_scheme("set"), AnnotationScheme)
