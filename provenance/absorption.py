@@ -586,9 +586,9 @@ class AbsorptionScheme(AnnotationScheme):
         (:meth:`ship_attach`)."""
         if sign > 0:
             if len(parts) == 2:                          # the common shape of a rule
-                a, b = parts[0][2], parts[1][2]
-                if type(a) is tuple and type(b) is tuple:
-                    return (_union(a, b),)
+                u = _pair_union(parts[0][2], parts[1][2])
+                if u is not None:
+                    return (u,)
             acc = None
             for p in parts:
                 a = p[2]
@@ -1065,8 +1065,10 @@ def _cube_absorbed(bdd: BDDContext, new: tuple, have: Alternatives) -> bool:
 def _cubes_absorb(new: tuple, cubes: list) -> bool:
     """True if the :data:`Cube` ``new`` has every id of one of ``cubes`` (implies it).
     One subset test per cube, without first comparing lengths: a longer cube fails at its
-    first id that ``new`` lacks, and on the buffers of reachable on a dense 100-node
-    topology (61,637 tests) the loop took about a third less time without the test."""
+    first id that ``new`` lacks. On the buffers of reachable on a dense 100-node topology
+    (61,637 tests, a microbenchmark of two rounds) the loop was as fast without the test in
+    the first round (0.103 against 0.105 s) and a third faster in the second (0.067 against
+    0.099 s)."""
     mine = set(new).issuperset
     for s in cubes:
         if mine(s):

@@ -189,7 +189,11 @@ def test_derive_pair_answers_as_derive(name):
     assert answered >= SAMPLES
 
 
-@pytest.mark.parametrize("name", [n for n in scheme_names() if get_scheme(n).presence_only])
+def _presence_schemes() -> list[str]:
+    return [n for n in scheme_names() if get_scheme(n).presence_only]
+
+
+@pytest.mark.parametrize("name", _presence_schemes())
 def test_presence_only_insertions_pick_as_declared(name):
     """A scheme that lets the engine pick its insertions (``presence_only``) picks them
     as the engine then does: news iff absent, the stored value its fixed annotation."""
@@ -206,7 +210,7 @@ def test_presence_only_insertions_pick_as_declared(name):
 
 def test_registry():
     assert "absorption" in _paired_schemes()
-    assert [n for n in scheme_names() if get_scheme(n).presence_only] == ["set"]
+    assert _presence_schemes() == ["set"]
 
     assert {"set", "derivation"} <= set(scheme_names())
     assert isinstance(get_scheme("set"), AnnotationScheme)
