@@ -2,8 +2,6 @@
 
 Deliberately not here: options and subcommands (:mod:`psn.cli`).
 """
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

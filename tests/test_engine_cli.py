@@ -296,6 +296,29 @@ def test_output_into_a_closed_pipe_is_not_success(tmp_path):
     assert proc.wait(timeout=120) == 141 and err == ""
 
 
+def test_the_executable_exits_with_the_commands_status_and_its_objects_frozen(tmp_path):
+    """``psn`` (and ``python -m psn``) freezes what the command made before the interpreter
+    exits, so that its last garbage collection does not traverse a large run's state; the
+    status and the output are the command's."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    facts = tmp_path / "two.ndl"
+    facts.write_text("link(@1, 2).\nlink(@2, 3).\n")
+    probe = ("import atexit, gc, sys\n"
+             "atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))\n"
+             "from psn.cli import entry\n"
+             "sys.argv = ['psn', *sys.argv[1:]]\n"
+             "entry()\n")
+    program = str(root / "examples" / "reachable.ndl")
+    ok = subprocess.run([sys.executable, "-c", probe, "eval", program, "--facts", str(facts),
+                         "--format", "csv"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "reachable,1,3" in ok.stdout
+    assert int(ok.stderr.split("frozen")[-1]) > 0
+    bad = subprocess.run([sys.executable, "-c", probe, "eval", str(tmp_path / "none.ndl")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "none.ndl" in bad.stderr
+
 
 @pytest.mark.parametrize("option", [["--cost", "hops"], ["--topology-option", "n=5"],
                                     ["--topology-seed", "3"]])

@@ -12,6 +12,7 @@ Deliberately not here: any evaluation logic; subcommand modules import heavy dep
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -20,7 +21,7 @@ import sys
 from ndlog.errors import PSNError
 from ndlog.signals import handling
 
-__all__ = ["main", "build_parser", "Terminated"]
+__all__ = ["main", "entry", "build_parser", "Terminated"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -108,6 +109,23 @@ def main(argv: list[str] | None = None) -> int:
             return 141
 
 
+def entry() -> None:
+    """The ``psn`` executable and ``python -m psn``: :func:`main` on ``sys.argv``, then exit
+    with its status, without the interpreter's last garbage collection.
+
+    That collection traverses every object still alive, and a large run leaves millions:
+    ``psn run`` of reachable on the dense 300-node topology with absorption took 1.55 s to
+    exit after its last output, 0.03 s once they are frozen (``gc.freeze``, the same
+    machine and command). Every file a command writes is closed when the command returns;
+    the standard streams are flushed and exit handlers (Ray's and Spark's shutdown) run as
+    before. Only the executable does this: :func:`main` called in a process that goes on
+    (a test, a notebook) leaves the collector alone.
+    """
+    status = main()
+    gc.freeze()
+    sys.exit(status)
+
+
 def _subparser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
     """The parser of the subcommand ``args`` chose (``parser`` itself without one)."""
     for action in parser._actions:
@@ -128,4 +146,4 @@ def _discard_stdout() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
