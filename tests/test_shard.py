@@ -97,3 +97,30 @@ def test_shards_exchange_batches_to_the_reference(annotation):
         for s in shards.values():
             got |= set(s.relations_of(["reachable"]).get("reachable", []))
         assert got == psn.evaluate(program, {"link": left})["reachable"]
+
+
+def test_an_actor_pauses_the_collector_for_its_epoch_and_frees_the_last_one():
+    """A Ray worker's actor keeps the cyclic collector paused from one epoch's
+    ``configure`` to the next (collections between its calls traversed the whole shard),
+    and a new epoch collects the previous shard, cycles and all, instead of freezing it."""
+    import gc
+    import weakref
+    from psn.distributed.actor import ShardActor
+    program = psn.parse(REACH)
+    placement = Placement.round_robin(range(4), 1)
+    options = RunOptions(annotation="set")
+    actor = ShardActor()
+    was = gc.isenabled(), gc.get_freeze_count()
+    try:
+        actor.configure(0, 0, "reach", program, options, placement, [None])
+        assert not gc.isenabled()
+        old = actor.shard
+        old.itself = old                        # a cycle: only a collection frees it
+        gone = weakref.ref(old)
+        del old
+        actor.configure(1, 0, "reach", program, options, placement, [None])
+        assert not gc.isenabled() and actor.epoch == 1
+        assert gone() is None and actor.shard is not None
+    finally:
+        actor._paused.close()
+    assert (gc.isenabled(), gc.get_freeze_count()) == was

@@ -12,6 +12,13 @@ their :meth:`deliver`; no FIFO order between workers is assumed (the engine does
 it), and none is needed for termination detection: the driver counts batches sent and
 received per worker (:meth:`status`).
 
+The cyclic garbage collector is paused for a whole epoch (:func:`engine.gcpause.relaxed_gc`
+held from one :meth:`~ShardActor.configure` to the next), not only while a call runs: with it
+running between calls, each worker of reachable on the dense 1,000-node topology spent 3.7
+and 5.4 s of a 47 s run in collections (five full ones each, which traverse the whole
+shard), while the calls' own cyclic garbage came to about 2,200 objects per worker over a
+300-node run. A new epoch collects the previous one's shard before pausing again.
+
 An error inside a fire-and-forget call cannot reach the driver through its return value, so
 the actor keeps the first error (it still propagates to Ray) and reports it with
 :meth:`status`: a :class:`ndlog.errors.PSNError` as itself (the driver raises it, span and
@@ -24,12 +31,14 @@ ledger (``psn.distributed.network``), starting Ray (``psn.distributed.runtime``)
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import traceback
 
 import ray
 
+from engine.gcpause import relaxed_gc
 from ndlog.errors import PSNError
 
 from .shard import Shard, pack
@@ -47,6 +56,7 @@ class ShardActor:
         self.error = None
         self.before_deliver = None
         self._prepared: tuple | None = None
+        self._paused = contextlib.ExitStack()   # the collector's pause of this epoch
 
     def ping(self) -> tuple[int, int]:
         """``(pid, epoch)``; epoch ``-1`` until configured (e.g. just restarted)."""
@@ -64,6 +74,7 @@ class ShardActor:
         Ray's own serialization; updates never do.
         """
         from engine import prepare
+        self._pause_collector()
         if self._prepared is None or self._prepared[0] != key:
             self._prepared = (key, prepare(program))
         prepared = self._prepared[1]
@@ -73,6 +84,15 @@ class ShardActor:
         self.shard = Shard(index, prepared, options.resolve(prepared), placement,
                            on_node=on_node)
         return os.getpid()
+
+    def _pause_collector(self) -> None:
+        """End the last epoch's pause of the cyclic collector, collect what that epoch left
+        (its shard, once dropped), and pause the collector for the new epoch."""
+        if self.shard is not None:
+            self.shard = None
+            self._paused.close()
+            gc.collect()
+        self._paused.enter_context(relaxed_gc())
 
     def set_hook(self, before_deliver) -> int:
         """Install a callable run before every batch from another worker is handled (the
