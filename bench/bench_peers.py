@@ -184,7 +184,7 @@ MEASURES = {
 
 
 def _child(key: str, name: str, queue) -> None:
-    from engine.gcpause import relaxed_gc
+    from ndlog.gcpause import relaxed_gc
     with relaxed_gc():
         out = MEASURES[key][1](name)
     out["peak_mib"] = peak_rss_mb()

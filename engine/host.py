@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ndlog.builtins import format_value
+from ndlog.gcpause import relaxed_gc
 
-from .gcpause import relaxed_gc
 from .node import Node, drop_unmatched_deletions, format_fact, group_by_destination
 from .program import EngineProgram
 from .wire import Codec

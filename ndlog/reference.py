@@ -54,6 +54,7 @@ from ndlog.builtins import aggregate_value, format_value
 from ndlog.checks import check_table_sizes
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError, PSNError
 from ndlog.expr import compile_compare, compile_term
+from ndlog.gcpause import relaxed_gc
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
 __all__ = ["evaluate", "base_facts", "fact_rows", "Relation", "compile_body"]
@@ -582,8 +583,14 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     -----
     Synchronous semi-naive evaluation (Nigam et al. 2012, Algorithm 2) per stratum, the strata
     in dependency order (negated relations and aggregate inputs first: stratified
-    semantics); aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
+    semantics); aggregate selection after Liu et al. (ICDE 2009), Sec. 6. The cyclic
+    garbage collector is paused meanwhile (:func:`ndlog.gcpause.relaxed_gc`).
     """
+    with relaxed_gc():
+        return _evaluate(program, facts, aggsel, hidden)
+
+
+def _evaluate(program: A.Program, facts, aggsel, hidden: bool) -> dict[str, set[tuple]]:
     program = lift_atom_expressions(project_negated_wildcards(program))
     rels: dict[str, Relation] = {}
 

@@ -41,7 +41,7 @@ from .delivery import ProcessingModel, require_at_least
 from .metrics import STATE_FIELDS, Counters, StepResult, row_table, write_metrics
 from .network import LatencyModel, SimTransport
 from engine.network import parse_update
-from engine.gcpause import relaxed_gc
+from ndlog.gcpause import relaxed_gc
 from engine.placement import Placement
 from engine.wire import packed_items_size
 from engine.guards import soft_state_deletions

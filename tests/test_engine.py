@@ -488,7 +488,7 @@ def test_relaxed_gc_restores_the_collector_and_nests():
     """The run loops' relaxed collection leaves the collector as it found it, also when
     blocks nest or raise, and keeps what the block made collectable afterwards."""
     import gc
-    from engine.gcpause import relaxed_gc
+    from ndlog.gcpause import relaxed_gc
     before = gc.get_threshold()
     with relaxed_gc():
         assert not gc.isenabled() and gc.get_freeze_count() > 0

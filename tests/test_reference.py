@@ -212,3 +212,23 @@ def test_evaluate_takes_text_and_checks_facts_against_the_program():
     with pytest.raises(psn.InputError, match=r"extra\(2, 3\) has 2 arguments, but 'extra' "
                                              r"has arity 1"):
         psn.evaluate(declared, {"extra": [(1,), (2, 3)]})
+
+
+def test_the_reference_pauses_the_collector_while_it_evaluates():
+    """The fixpoint runs with the cyclic collector paused (its full collections traverse
+    every tuple made so far), and leaves it as it was, also after an error."""
+    import gc
+    from ndlog.errors import PSNError
+    from ndlog.reference import evaluate
+    seen = []
+
+    def links():
+        seen.append(gc.isenabled())             # read inside the fixpoint's pause
+        yield from [(1, 2), (2, 3)]
+    was = gc.isenabled()
+    out = evaluate(REACH, {"link": links()})
+    assert seen == [False] and gc.isenabled() == was
+    assert out["reachable"] == {(1, 2), (2, 3), (1, 3)}
+    with pytest.raises(PSNError):
+        evaluate(REACH, {"link": [(1, 2, 3)]})
+    assert gc.isenabled() == was

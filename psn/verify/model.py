@@ -273,7 +273,7 @@ _runs = 0
 def _collect_now_and_then() -> None:
     """Collect garbage every :data:`COLLECT_EVERY` schedules. A schedule's network holds a
     few reference cycles and runs with the cyclic collector paused
-    (:func:`engine.gcpause.relaxed_gc`, which leaves what it made to full collections), so
+    (:func:`ndlog.gcpause.relaxed_gc`, which leaves what it made to full collections), so
     thousands of schedules would otherwise pile up unreached (reachable on 4 nodes, before
     the transport's callbacks were cut after each schedule and without this: 2.2 GB after
     3,000 schedules)."""
