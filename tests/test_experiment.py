@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from psn.cli import main as psn_main
 from psn.experiment import (EXPERIMENTS, Cache, RunSpec, make_config, run_all,
                             run_experiment, run_experiments, summarize, t_quantile)
 from psn.experiment.programs import NIGAM_EXAMPLES, PROGRAMS
+from psn.experiment.runs import STEP_FIELDS
 from psn.experiment.table import ROW_FIELDS, SUMMARY_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,6 +173,31 @@ def test_a_cached_run_is_not_recomputed(swept, tmp_path):
     assert cache.get(spec) is not None and cache.get(new) is None
     record = run_all([new], cache, executor="inline", progress=False)[new]
     assert record["spec"]["seed"] == 99 and cache.get(new)["key"] == record["key"]
+
+
+def test_a_pool_process_freezes_what_its_run_left_and_records_the_same(swept, tmp_path):
+    """The local executor's processes exit after one run each, and freeze what the run left
+    first, so that the interpreter's last collection does not traverse it; the record is
+    the one the run makes inline (all but the times)."""
+    import gc
+    from psn.experiment.executor import _execute_in_pool
+    out, _, _ = swept
+    spec = [i.spec for i in EXPERIMENTS["fig13"].plan(TINY)][0]
+    inline = Cache(out / "cache").get(spec)
+    was = gc.get_freeze_count()
+    try:
+        here = _execute_in_pool(spec.to_dict(), inline["key_version"])
+        assert gc.get_freeze_count() > was
+    finally:
+        gc.unfreeze()
+    pooled = run_all([spec], Cache(tmp_path / "cache", inline["key_version"]),
+                     executor="local", jobs=1, progress=False)[spec]
+    untimed = [f for f in STEP_FIELDS if f != "wall_time"]
+    for rec in (here, pooled):
+        assert rec["key"] == inline["key"] and rec["status"] == inline["status"] == "ok"
+        assert [[s[f] for f in untimed] for s in rec["steps"]] == \
+            [[s[f] for f in untimed] for s in inline["steps"]]
+    assert pooled["pid"] != here["pid"] == os.getpid()
 
 
 def test_report_only_rebuilds_from_runs_json(swept, tmp_path):

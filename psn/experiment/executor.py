@@ -19,6 +19,7 @@ choosing runs, statistics.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import sys
@@ -157,7 +158,7 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
                                    max_tasks_per_child=1)
         finished = False
         try:
-            futures = {pool.submit(execute_run, spec.to_dict(), version): spec
+            futures = {pool.submit(_execute_in_pool, spec.to_dict(), version): spec
                        for spec in todo}
             pending = set(futures)
             while pending and not asked:
@@ -177,6 +178,18 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
             pool.shutdown(wait=True)
         if asked:       # the runs were stopped: even a handler that lets the program go on
             raise KeyboardInterrupt
+
+
+def _execute_in_pool(spec: dict, version: str) -> dict:
+    """:func:`execute_run` in a process of :func:`_local`'s pool, which exits after its one
+    run: everything the run left is then frozen (``gc.freeze``), so that the interpreter's
+    last garbage collection does not traverse it on the way out. A dense 300-node run of
+    reachable with absorption (8.5 s) took 2.1 s more until its process had exited, and a
+    process that is exiting still holds a core and the run's memory."""
+    try:
+        return execute_run(spec, version)
+    finally:
+        gc.freeze()
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
