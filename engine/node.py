@@ -601,7 +601,7 @@ class Node:
                 over[tup] = present
                 processed += 1
                 if fresh:
-                    picked.append((sign, pred, tup, present))
+                    picked.append(upd if ann is present else (sign, pred, tup, present))
                 if waiting and (pred, tup) in waiting:
                     for w in waiting.pop((pred, tup)):
                         self._pick(w, picked, True)
@@ -618,8 +618,8 @@ class Node:
                 touched.append(pred)
             over[tup] = new
             processed += 1
-            if delta is not _NO_FIRE:
-                picked.append((sign, pred, tup, delta))
+            if delta is not _NO_FIRE:       # the update itself when it fires as it came
+                picked.append(upd if delta is ann else (sign, pred, tup, delta))
             if sign > 0 and waiting and (pred, tup) in waiting:
                 for w in waiting.pop((pred, tup)):
                     self._pick(w, picked, True)
