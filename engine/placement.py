@@ -20,6 +20,7 @@ import zlib
 from typing import Hashable, Iterable, Mapping
 
 from ndlog.errors import InputError
+from ndlog.parser import read_text
 
 __all__ = ["Placement", "stable_hash", "parse_placement"]
 
@@ -163,10 +164,7 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
     mapping = {}
     lines_of = {}                   # node -> the line that placed it, for a repeat
     if map_file:
-        try:
-            lines = open(map_file).read().splitlines()
-        except OSError as exc:
-            raise InputError(f"cannot read placement map {map_file}: {exc.strerror}") from None
+        lines = read_text(map_file, "placement map").splitlines()
         for i, line in enumerate(lines, 1):
             line = line.split("#", 1)[0].strip()
             if not line:

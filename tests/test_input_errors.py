@@ -17,13 +17,16 @@ import time
 import pytest
 
 import psn
+import topologies
 from engine.bursts import BURST_HINT, parse_burst, read_burst_file
+from engine.placement import parse_placement
 from ndlog.builtins import format_value
 from ndlog.errors import (EvaluationError, InputError, NDlogSemanticError, NDlogSyntaxError,
                           PSNError, Span)
 from ndlog.output import (jsonable, program_locations, read_facts_file, read_facts_files,
                           relations_to_json, render_relations)
 from ndlog.parser import MAX_NESTING, FactShapes, load, parse_facts
+from psn.verify.counterexample import Counterexample
 
 from test_checks import REACHABLE
 
@@ -215,6 +218,27 @@ def test_non_utf8_files_name_the_file_and_the_byte(tmp_path, reader, what):
     assert f"{what} '{path}' is not UTF-8" in err.message and "0xe9" in err.message
     assert (err.filename, err.line, err.column) == (str(path), 2, 10)
     assert caret_column(err) == 10
+
+
+def _place_on_two_workers(path):
+    parse_placement(2, str(path))
+
+
+@pytest.mark.parametrize("reader,what", [
+    (lambda p: topologies.load(p), "topology file"),
+    (lambda p: topologies.read_alt(p), "topology file"),
+    (lambda p: topologies.read_json(p), "topology file"),
+    (lambda p: topologies.read_spec(p), "spec file"),
+    (lambda p: Counterexample.load(p), "counterexample file"),
+    (_place_on_two_workers, "placement map")])
+def test_every_input_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path, reader,
+                                                                       what):
+    path = write(tmp_path, "x.alt", b"GRAPH 2 1 \xfd\n")
+    with pytest.raises(InputError) as info:
+        reader(path)
+    err = info.value
+    assert f"{what} '{path}' is not UTF-8" in err.message and "0xfd" in err.message
+    assert (err.filename, err.line, err.column) == (str(path), 1, 11)
 
 
 def test_non_utf8_csv_file(tmp_path):

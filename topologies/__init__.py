@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from ndlog.errors import InputError
+from ndlog.parser import read_text
 from ndlog.text import format_bytes
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
@@ -207,10 +208,7 @@ def load(path: str | Path, **options) -> Topology:
     ``options`` (``latencies``) apply to ``alt`` files.
     """
     path = Path(path)
-    try:
-        head = path.read_text()[:64].lstrip()
-    except OSError as exc:
-        raise InputError(f"cannot read topology file {path}: {exc.strerror}") from None
+    head = read_text(path, "topology file")[:64].lstrip()
     if path.suffix.lower() == ".json" or head.startswith(("{", "[")):
         return read_json(path)
     return read_alt(path, **options)

@@ -32,6 +32,7 @@ from typing import Mapping
 
 from ndlog.errors import InputError, Span
 from ndlog.files import write_atomic
+from ndlog.parser import read_text
 
 from .graph import Topology, gtitm_node, make_links
 
@@ -157,12 +158,7 @@ def parse_alt(text: str, filename: str | None = None,
 
 def read_alt(path: str | Path, latencies: Mapping[str, float] | None = None) -> Topology:
     """Read a GT-ITM ``alt`` file (see :func:`parse_alt`)."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    return parse_alt(text, str(path), latencies)
+    return parse_alt(read_text(path, "topology file"), str(path), latencies)
 
 
 def format_alt(topo: Topology) -> str:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ndlog.errors import InputError, Span
+from ndlog.parser import read_text
 
 from .graph import Topology, gtitm_node, make_links
 
@@ -240,12 +241,7 @@ def parse_spec(text: str, filename: str | None = None) -> TSParams:
 
 def read_spec(path: str | Path) -> TSParams:
     """Read and parse an ``itm`` spec file (see :func:`parse_spec`)."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read spec file {path}: {exc.strerror}") from None
-    return parse_spec(text, str(path))
+    return parse_spec(read_text(path, "spec file"), str(path))
 
 
 def format_spec(params: TSParams) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ndlog.errors import InputError, Span
 from ndlog.files import write_atomic
+from ndlog.parser import read_text
 
 from .graph import Link, Node, Topology
 
@@ -112,10 +113,7 @@ def write_json(topo: Topology, path: str | Path) -> None:
 def read_json(path: str | Path) -> Topology:
     """Read a topology written by :func:`write_json`."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    text = read_text(path, "topology file")
     if not text.strip():
         raise InputError(f"{path}: the JSON topology file is empty",
                          hint="write one with psn topology ... --output FILE.json")

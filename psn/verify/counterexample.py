@@ -33,6 +33,7 @@ from typing import Any
 from engine.node import format_fact
 from ndlog.errors import InputError
 from ndlog.files import write_atomic
+from ndlog.parser import read_text
 from ndlog.text import count_noun
 
 from .model import (FAILURES, Decision, Execution, Reference, RunResult, Transition,
@@ -295,10 +296,7 @@ class Counterexample:
         InputError
             If the file cannot be read or is not a counterexample.
         """
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise InputError(f"cannot read '{path}': {exc.strerror}") from None
+        text = read_text(path, "counterexample file")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
