@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping
 
 from ndlog import ast as A
+from ndlog.builtins import fact_values
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.parser import as_program, parse_atom
 from ndlog.reference import fact_rows
@@ -105,13 +106,9 @@ def parse_update(item) -> tuple[int, str, tuple]:
             tup = tuple(tup)
         else:
             raise InputError(f"fact of '{pred}' must be a tuple, got {tup!r}")
-    return sign, pred, _freeze(tup)
+    return sign, pred, fact_values(pred, tup)
 
 
-def _freeze(v):
-    if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
-    return v
 
 
 class Network:

@@ -143,11 +143,11 @@ class RunOptions:
                              f"{', '.join(CONTEXTS)}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InputError(f"the seed must be an integer, not {self.seed!r}")
-        bound = self.max_updates
-        if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool)
-                                  or bound < 0):
-            raise InputError(f"the bound on updates sent must be a non-negative integer "
-                             f"(0: none), not {bound!r}")
+        _count(self.max_updates, "the bound on updates sent (max_updates)", "0: none")
+        _count(self.max_memory, "the memory ceiling in bytes (max_memory)", "0: none")
+        _count(self.derivation_budget, "the derivation budget per fact "
+               "(derivation_budget)")
+        _count(self.derivation_total, "the derivation budget in all (derivation_total)")
         from .delivery import make_delivery
         make_delivery(self.delivery)             # an InputError naming a bad model now
         from .minship import AT
@@ -325,6 +325,14 @@ class Resolved:
                    else self.options.max_memory)
         return out
 
+
+
+def _count(value, what: str, zero: str = "") -> None:
+    """Refuse ``value`` unless it is None or a non-negative integer."""
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or value < 0):
+        raise InputError(f"{what} must be a non-negative integer"
+                         f"{f' ({zero})' if zero else ''}, not {value!r}")
 
 def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
     """An aggregate replaces its result with a deletion and an insertion; a scheme that does

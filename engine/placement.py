@@ -148,8 +148,8 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
 
     ``workers`` is ``None``/``0``/``"node"`` (one per node) or a positive integer;
     ``map_file`` is a text file of ``node worker`` pairs (one per line, ``#`` comments;
-    integer-looking names become ints). A node placed on two lines is an
-    :class:`~ndlog.errors.InputError` naming the file and both lines.
+    integer-looking names become ints). A node placed on two lines, or a map that places
+    none, is an :class:`~ndlog.errors.InputError` naming the file (and both lines).
     """
     if workers in (None, 0, "node", "nodes"):
         n = None
@@ -180,6 +180,9 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
                                  hint="give each node one line of the placement map")
             mapping[node] = worker
             lines_of[node] = i
+        if not mapping:
+            raise InputError(f"placement map {map_file} places no node",
+                             hint="one 'node worker' pair per line, e.g. '1 w0'")
     return Placement(n, mapping)
 
 

@@ -64,6 +64,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from ndlog import ast as A
+from ndlog.builtins import fact_values
 from ndlog.errors import InputError
 from ndlog.expr import compile_compare, compile_term
 from provenance.posbool import POSBOOL, Antichain
@@ -157,9 +158,9 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
     if not all(hasattr(scheme, m) for m in ("explain_sets", "minimal_sets")):
         raise InputError(f"--why needs provenance: annotation '{scheme.name}' keeps none "
                          f"(use --annotation absorption)")
-    tup = _freeze(tup)
-    if not isinstance(tup, tuple):
+    if not isinstance(tup, (tuple, list)):
         raise InputError(f"--why: the values of '{pred}' must be a tuple, got {tup!r}")
+    tup = fact_values(pred, tup)
     text = _check(net, pred, tup)
     node = net.nodes.get(net.program.location(pred, tup))
     stored = None if node is None else node.state.get(pred, {}).get(tup)
@@ -172,13 +173,6 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
 
 
 # -- checking the question -----------------------------------------------------------------
-def _freeze(v):
-    """``v`` with every list or tuple in it a tuple (values are hashable)."""
-    if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
-    return v
-
-
 def _check(net, pred: str, tup: tuple) -> str:
     """``pred(tup)`` as NDlog text, after checking the predicate and its arity."""
     text = _text(net, pred, tup)

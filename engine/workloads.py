@@ -380,8 +380,11 @@ def parse_workload(spec: str | Workload | None, topology=None) -> Workload:
         Naming the offending phase; with ``topology``, also for what it cannot run (a flap
         of a link it lacks, link phases on a sensor grid, a ``sensors`` phase elsewhere),
         before any step: every engine expands its workload through this function, so the
-        phases' steps need not check again.
+        phases' steps need not check again; for a ``spec`` of another type.
     """
+    if spec is not None and not isinstance(spec, (str, Workload)):
+        raise InputError(f"a workload is a SPEC string or a Workload, got "
+                         f"{type(spec).__name__} {spec!r}", hint=SPEC_HELP)
     if isinstance(spec, Workload):
         if topology is not None:
             spec.check(topology)

@@ -15,8 +15,54 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-__all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggregate_value"]
+from .errors import InputError
 
+__all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggregate_value",
+           "fact_values"]
+
+
+
+def _frozen(v):
+    """``v`` with every list or tuple in it a tuple."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+def fact_values(pred: str, row) -> tuple:
+    """The values of a fact of ``pred`` given from Python (a tuple or list), as a fact
+    holds them: every list in it a tuple, and every value hashable.
+
+    Raises
+    ------
+    InputError
+        Naming the predicate and the value, for a value that cannot be stored (a set, a
+        dict, ...).
+    """
+    values = _frozen(row)
+    try:
+        hash(values)
+    except TypeError:
+        bad = _unhashable(values)
+        raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: {bad!r} (a "
+                         f"{type(bad).__name__})",
+                         hint="values are numbers, strings and lists of them") from None
+    return values
+
+
+def _unhashable(values: tuple):
+    """The innermost value in ``values`` (tuples in tuples) that is not hashable."""
+    for v in values:
+        if type(v) is tuple:
+            found = _unhashable(v)
+            if found is not None:
+                return found
+            continue
+        try:
+            hash(v)
+        except TypeError:
+            return v
+    return None
 
 def aggregate_value(func: str, values: list):
     """``min`` / ``max`` / ``count`` / ``sum`` / ``avg`` over a non-empty list of values.

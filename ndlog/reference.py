@@ -50,7 +50,7 @@ from typing import Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.analysis import (AggSelSpec, aggsel_candidates, aggsel_mode, monotone_error,
                             monotone_ok, strata)
-from ndlog.builtins import aggregate_value, format_value
+from ndlog.builtins import aggregate_value, fact_values, format_value
 from ndlog.checks import check_table_sizes
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError, PSNError
 from ndlog.expr import compile_compare, compile_term
@@ -547,14 +547,10 @@ def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
         for row in fact_rows(pred, rows):
             if not isinstance(row, (tuple, list)):
                 raise InputError(f"a fact of '{pred}' must be a tuple, got {row!r}")
-            put(pred, tuple(_freeze(v) for v in row))
+            put(pred, fact_values(pred, row))
     out = {p: list(rows.values()) for p, rows in ordered.items()}
     check_table_sizes(program, out)
     return out
-
-
-def _freeze(v):
-    return tuple(_freeze(x) for x in v) if isinstance(v, list) else v
 
 
 def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,

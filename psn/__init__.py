@@ -82,6 +82,7 @@ def __getattr__(name):
 
 
 def localize(program, **options):
-    """Rewrite a distributed program into a localized one (see :func:`localize.localize`)."""
+    """Rewrite a distributed program, NDlog text or a parsed program, into a localized one
+    (see :func:`localize.localize`)."""
     from localize import localize as _localize
-    return _localize(program, **options)
+    return _localize(as_program(program), **options)

@@ -82,9 +82,12 @@ def _load_topology(topology, seed: int):
     import topologies
     if isinstance(topology, (str, Path)):
         text = str(topology)
-        if Path(text).exists():
-            return topologies.load(text)
+        if Path(text).exists() or Path(text).suffix.lower() in (".alt", ".json"):
+            return topologies.load(text)        # a missing file: an error that says so
         return topologies.make(text, seed=seed)
+    if topology is not None and not isinstance(topology, topologies.Topology):
+        raise InputError(f"a topology is a Topology, a generator name or a file, got "
+                         f"{type(topology).__name__} {topology!r}")
     return topology
 
 

@@ -235,6 +235,27 @@ def test_a_node_placed_twice_in_a_placement_map_is_refused(files, capsys):
     assert "Traceback" not in err
 
 
+def test_a_placement_map_that_places_no_node_is_refused(files, capsys):
+    """An empty map (or comments only) was accepted as no map at all."""
+    path = files / "map.txt"
+    path.write_text("# node worker\n\n")
+    assert main(["run", str(files / "p.ndl"), "--topology", "ring",
+                 "--placement-map", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"placement map {path} places no node" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["", "// only a comment\n/* and another */\n"])
+@pytest.mark.parametrize("command", ["eval", "run", "localize", "reference"])
+def test_a_program_file_with_nothing_in_it_is_refused(files, capsys, command, text):
+    """An empty program file ran and printed nothing, with status 0."""
+    path = files / "empty.ndl"
+    path.write_text(text)
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"program file '{path}' has no rules, facts or declarations" in err
+
+
 def test_pick_one_and_relation_filter(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
                  "one", "--relation", "reachable", "--format", "json"]) == 0

@@ -653,3 +653,57 @@ def test_runtime_errors_quote_string_values(body, message):
     with pytest.raises(EvaluationError) as info:
         psn.evaluate(prog)
     assert info.value.message == message
+
+
+# -- the Python API given values of the wrong kind ---------------------------------------------
+
+def test_localize_takes_text_or_a_parsed_program():
+    localized = psn.localize(REACHABLE)
+    assert [r.name for r in localized.rules] == ["r1", "r2a", "r2b", "r2c"]
+    assert psn.localize(psn.parse(REACHABLE)) == localized
+    with pytest.raises(InputError, match="got NoneType"):
+        psn.localize(None)
+
+
+@pytest.mark.parametrize("field", ["max_memory", "max_updates", "derivation_budget",
+                                   "derivation_total"])
+@pytest.mark.parametrize("bad", ["zzz", -1, 1.5, True])
+def test_run_options_refuse_a_limit_that_is_not_a_count(field, bad):
+    with pytest.raises(InputError, match=f"\\({field}\\) must be a non-negative integer"):
+        psn.RunOptions(**{field: bad})
+    assert getattr(psn.RunOptions(**{field: 3}), field) == 3
+
+
+@pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),
+                                         ([1, {2}], "set")])
+def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
+    from engine import Network
+    net = Network(REACHABLE, {"link": [(1, 2)]}, annotation="absorption").run()
+    tries = [lambda: psn.evaluate(REACHABLE, {"link": [(1, value)]}),
+             lambda: Network(REACHABLE, {"link": [(1, value)]}),
+             lambda: net.apply([(1, "link", (1, value))]),
+             lambda: net.why("link", (1, value))]
+    for attempt in tries:
+        with pytest.raises(InputError, match=f"a fact of 'link' has a value NDlog cannot "
+                                             f"hold: .* \\(a {kind}\\)"):
+            attempt()
+    assert net.relations()["reachable"] == {(1, 2)}      # nothing was accepted
+
+
+def test_lists_in_facts_are_stored_as_tuples_at_every_depth():
+    got = psn.evaluate(REACHABLE, {"link": [(1, [2, (3, [4])])]})
+    assert got["reachable"] == {(1, (2, (3, (4,))))}
+
+
+def test_simulation_refuses_a_topology_or_workload_of_the_wrong_kind(tmp_path):
+    from sim import Simulation
+    with pytest.raises(InputError, match="got int 5"):
+        Simulation(REACHABLE, 5)
+    missing = tmp_path / "none.alt"
+    with pytest.raises(InputError, match=f"cannot read topology file '{missing}'"):
+        Simulation(REACHABLE, missing)
+    sim = Simulation(REACHABLE, "ring")
+    with pytest.raises(InputError, match="a workload is a SPEC string or a Workload, "
+                                         "got int 5"):
+        sim.run_workload(5)
+    assert sim.steps == []

@@ -215,14 +215,19 @@ def load_program(path: str):
     Raises
     ------
     ndlog.errors.PSNError
-        If the file cannot be read, parsed or checked.
+        If the file cannot be read, parsed or checked, or holds nothing (no rule, fact or
+        declaration: an empty file, or comments only).
     """
     import sys
 
     from ndlog.analysis import lookalike_inputs
-    from ndlog.errors import NDlogWarning
+    from ndlog.errors import InputError, NDlogWarning
     from ndlog.parser import load
     program = load(path)
+    if not (program.rules or program.facts or program.tables):
+        raise InputError(f"program file '{path}' has no rules, facts or declarations",
+                         hint="is it the right file? A program is NDlog rules such as "
+                              "'r1 reachable(@S, D) :- link(@S, D).'")
     for atom, close in lookalike_inputs(program):
         print(NDlogWarning(
             f"no rule derives '{atom.pred}' and the program gives no table or facts of it: "
