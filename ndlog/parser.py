@@ -279,8 +279,14 @@ def _unterminated_comment(text: str, filename: str | None,
     return None
 
 
+#: tokens that start a statement only a program holds (not a facts or burst file)
+_PROGRAM_ONLY = frozenset({"MATERIALIZE", "HIDDEN"})
+
+
 def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None,
-                  text: str) -> NDlogSyntaxError:
+                  text: str, leave_out: frozenset = frozenset()) -> NDlogSyntaxError:
+    """The error to show for lark's ``exc``; ``leave_out``: tokens not to list as
+    expected (what the grammar allows but the file being read may not hold)."""
     stop = len(text)
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
         stop = exc.pos_in_stream
@@ -295,17 +301,18 @@ def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None,
         if char == '"':
             return NDlogSyntaxError("unterminated string: no closing '\"' on this line", span)
         msg = f"unexpected character {char!r}"
-        allowed = getattr(exc, "allowed", None)
+        allowed = set(getattr(exc, "allowed", None) or ()) - leave_out
         if allowed:
             msg += f"; expected {_describe(allowed)}"
         return NDlogSyntaxError(msg, span)
     if isinstance(exc, lark.exceptions.UnexpectedEOF):
-        return NDlogSyntaxError(f"unexpected end of input; expected {_describe(exc.expected)}",
+        return NDlogSyntaxError(f"unexpected end of input; expected "
+                                f"{_describe(set(exc.expected) - leave_out)}",
                                 _end_span(text, filename))
     if isinstance(exc, lark.exceptions.UnexpectedToken):
         tok = exc.token
         # ``accepts`` is exact; ``expected`` may hold LALR look-aheads that cannot follow
-        expected = getattr(exc, "accepts", None) or exc.expected
+        expected = set(getattr(exc, "accepts", None) or exc.expected) - leave_out
         if tok.type == "$END":
             what = "end of input"
             span = _end_span(text, filename)
@@ -329,13 +336,14 @@ def _syntax_error(exc: lark.exceptions.LarkError, filename: str | None,
     return NDlogSyntaxError(str(exc), None)
 
 
-def _parse_tree(text: str, filename: str | None, start: str = "start"):
+def _parse_tree(text: str, filename: str | None, start: str = "start",
+                facts_only: bool = False):
     try:
         tree = _lark(start).parse(text)
     except lark.exceptions.VisitError as exc:  # pragma: no cover - defensive
         raise exc.orig_exc from None
     except lark.exceptions.UnexpectedInput as exc:
-        err = _syntax_error(exc, filename, text)
+        err = _syntax_error(exc, filename, text, _PROGRAM_ONLY if facts_only else frozenset())
         if err.span is None:
             err.span = _end_span(text, filename)
         err.source = text
@@ -435,8 +443,22 @@ def _assemble(items: list, filename: str | None, text: str) -> A.Program:
         if t.pred in seen_tables:
             raise NDlogSemanticError(f"table '{t.pred}' is materialized twice", t.span, text)
         seen_tables[t.pred] = t
-    return A.Program(tuple(out_rules), tuple(facts), tuple(tables), frozenset(hidden), filename,
-                     text)
+    program = A.Program(tuple(out_rules), tuple(facts), tuple(tables), frozenset(hidden),
+                        filename, text)
+    _check_hidden(items, program, text)
+    return program
+
+
+def _check_hidden(items: list, program: A.Program, text: str) -> None:
+    """A ``#hidden`` pragma may name only predicates of the program (a misspelt name hid
+    nothing, silently)."""
+    known = program.predicates
+    for item in items:
+        if isinstance(item, _Hidden):
+            for pred in item.preds:
+                if pred not in known:
+                    raise NDlogSemanticError(f"#hidden names '{pred}', which no rule, fact "
+                                             f"or table of the program has", item.span, text)
 
 
 def parse(text: str, filename: str | None = None, check: bool = True) -> A.Program:
@@ -495,8 +517,9 @@ def read_text(path: str | Path, what: str) -> str:
     Raises
     ------
     InputError
-        If the file cannot be read, or is not UTF-8: then with the line and column of the
-        first byte that is not, and the line shown with that byte replaced.
+        If the file cannot be read, or is not UTF-8 (then with the line and column of the
+        first byte that is not, and the line shown with that byte replaced), or holds a NUL
+        byte (with its line and column).
     """
     try:
         data = Path(path).read_bytes()
@@ -508,7 +531,19 @@ def read_text(path: str | Path, what: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(data, exc.start, path, what) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\0" in text:
+        raise _nul_byte(text, path, what)
+    return text
+
+
+def _nul_byte(text: str, path, what: str) -> InputError:
+    at = text.index("\0")
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return InputError(f"{what} '{path}' holds a NUL byte, which no text file does",
+                      Span(line, column, str(path)), text.replace("\0", "\N{SYMBOL FOR NULL}"),
+                      hint="is it a binary file? Give the text file instead")
 
 
 def _not_utf8(data: bytes, bad: int, path, what: str) -> InputError:
@@ -678,7 +713,7 @@ def parse_facts(text: str, filename: str | None = None,
         If a fact does not fit the program's or the earlier facts' arity or location.
     """
     shapes = shapes if shapes is not None else FactShapes(arities, locations)
-    items = _parse_tree(text, filename)
+    items = _parse_tree(text, filename, facts_only=True)
     out = []
     for item in items:
         if not isinstance(item, A.Fact):
@@ -695,9 +730,15 @@ def parse_facts(text: str, filename: str | None = None,
 def parse_atom(text: str, filename: str | None = None) -> A.Fact:
     """Parse one ground fact, with or without the final period (``reachable(@a,c)``)."""
     src = text.strip()
-    if not src.endswith("."):
-        src += "."
-    facts = parse_facts(src, filename)
+    added = not src.endswith(".")
+    try:
+        facts = parse_facts(src + "." if added else src, filename)
+    except NDlogSyntaxError as exc:
+        if added and exc.span is not None and (exc.line, exc.column) == (1, len(src) + 1):
+            exc.message = exc.message.replace("unexpected '.'", "unexpected end of input", 1)
+            exc.args = (exc.message,)
+        exc.source = src                # as given, without the period added here
+        raise
     if len(facts) != 1:
         raise InputError(f"expected exactly one fact, got {len(facts)}: {text!r}")
     return facts[0]

@@ -256,6 +256,15 @@ def test_a_program_file_with_nothing_in_it_is_refused(files, capsys, command, te
     assert f"program file '{path}' has no rules, facts or declarations" in err
 
 
+@pytest.mark.parametrize("check", [[], ["--check"], ["--check", "python"]])
+def test_spark_master_without_a_spark_check_is_refused(files, capsys, check):
+    """``--spark-master`` was ignored unless the run checked against Spark."""
+    assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), *check,
+                 "--spark-master", "local[1]"]) == 2
+    assert "--spark-master names the Spark master of --check spark" in \
+        capsys.readouterr().err
+
+
 def test_pick_one_and_relation_filter(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
                  "one", "--relation", "reachable", "--format", "json"]) == 0

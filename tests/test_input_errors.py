@@ -241,6 +241,18 @@ def test_every_input_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path,
     assert (err.filename, err.line, err.column) == (str(path), 1, 11)
 
 
+@pytest.mark.parametrize("reader,what,name", [
+    (read_facts_file, "facts file", "link.csv"), (read_facts_file, "facts file", "f.ndl"),
+    (read_burst_file, "burst file", "b.ndl"), (load, "program file", "p.ndl"),
+    (topologies.load, "topology file", "t.alt")])
+def test_a_nul_byte_is_an_error_at_its_position(tmp_path, reader, what, name):
+    """A CSV field holding a NUL byte was read as a string with the NUL in it."""
+    path = write(tmp_path, name, b"1,2\n3,2\x00\n")
+    with pytest.raises(InputError, match=f"{what} '{path}' holds a NUL byte") as info:
+        reader(path)
+    assert (info.value.line, info.value.column) == (2, 4)
+
+
 def test_non_utf8_csv_file(tmp_path):
     path = write(tmp_path, "link.csv", b"a,b,1\n\xff,c,2\n")
     with pytest.raises(InputError, match="not UTF-8") as info:
@@ -340,6 +352,17 @@ def test_program_arities_and_locations_accept_their_own_facts(tmp_path):
 
 
 # -- a burst syntax error explains the burst syntax -------------------------------------------
+
+@pytest.mark.parametrize("text", ["link(@a, b, 1).\n+ 5\n", "link(@a, b, 1).\n:- x.\n"])
+def test_facts_and_burst_syntax_errors_expect_only_what_such_a_file_holds(text):
+    """They listed '#hidden' and 'materialize', which only a program may hold."""
+    for parse_text in (lambda t: parse_burst(t, "b.txt"), lambda t: parse_facts(t, "f.ndl")):
+        with pytest.raises(NDlogSyntaxError) as info:
+            parse_text(text)
+        assert info.value.message.endswith("; expected a name, end of input")
+    with pytest.raises(NDlogSyntaxError, match="expected '#hidden', 'materialize', a name"):
+        psn.parse(text)
+
 
 @pytest.mark.parametrize("text,line", [
     ("+link(@a, b, 1).\n*link(@a, b, 1).\n", 2),

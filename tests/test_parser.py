@@ -334,3 +334,28 @@ def test_very_deep_nesting_is_an_error_not_a_crash():
     deep = "p(" + "1 + " * 5000 + "1)."
     err = syntax_error(deep)
     assert "too deep" in err.message
+
+
+def test_hidden_pragma_names_only_predicates_of_the_program():
+    """A misspelt name in ``#hidden`` hid nothing and was accepted."""
+    localized = "#hidden(link_rev, r2_aux).\n" \
+        "r2a link_rev(@Z, S) :- link(@S, Z).\n" \
+        "r2b r2_aux(@S, Z, D) :- reachable(@Z, D), link_rev(@Z, S).\n" \
+        "r2c reachable(@S, D) :- link(@S, Z), r2_aux(@S, Z, D).\n"
+    assert psn.parse(localized).hidden == {"link_rev", "r2_aux"}
+    with pytest.raises(NDlogSemanticError, match="#hidden names 'r2_auxx', which no rule, "
+                                                 "fact or table of the program has") as info:
+        psn.parse(localized.replace("r2_aux)", "r2_auxx)"), filename="p.ndl")
+    assert (info.value.line, info.value.column) == (1, 1)
+
+
+@pytest.mark.parametrize("text, message, column", [
+    ("reachable(@1,", "unexpected end of input; expected '@', an aggregate, a term", 14),
+    ("reachable(@1 2)", "unexpected '2'; expected ')'", 14)])
+def test_a_fact_without_its_period_is_shown_as_given(text, message, column):
+    """The period parse_atom adds was reported as an unexpected '.' and shown."""
+    with pytest.raises(NDlogSyntaxError) as info:
+        parse_atom(text, "--why")
+    err = info.value
+    assert err.message.startswith(message) and (err.line, err.column) == (1, column)
+    assert err.render().splitlines()[1].strip() == text

@@ -22,6 +22,7 @@ reference after every burst.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -83,6 +84,7 @@ def _test_schemes(monkeypatch):
 
 BUGGY = dict(facts={"link": [(1, 2)]}, bursts=[["+link(@2, 3)", "-link(@2, 3)"]],
              annotation=DropEarlyDeletions.name)
+CORRECT = dict(facts={"link": [(1, 2), (2, 3)]}, bursts=[["-link(@1, 2)", "+link(@3, 1)"]])
 
 
 # -- reachable on every connected graph up to 4 nodes ----------------------------------------
@@ -187,6 +189,29 @@ def test_seeded_bug_in_parallel():
     result = psn.verify(REACH, mode="exhaustive", jobs=2, **BUGGY)
     assert not result.ok and result.jobs == 2
     assert result.counterexample.replay().failed
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_shows_the_schedules_explored(capsys, jobs):
+    """A search showed nothing until it ended (10 minutes by default)."""
+    result = psn.verify(REACH, mode="random", budget=12, jobs=jobs, progress=True,
+                        **CORRECT)
+    err = capsys.readouterr().err
+    shown = [int(n) for n in re.findall(r"(\d+)(?:/\d+)?(?: schedules)? \[", err)]
+    assert result.ok and shown and max(shown) <= result.schedules
+    assert ("verify (worker 1 of 2)" in err) == (jobs == 2)
+    psn.verify(REACH, mode="random", budget=12, jobs=jobs, progress=False, **CORRECT)
+    assert capsys.readouterr().err == ""
+
+
+def test_more_jobs_than_the_machine_can_take_are_refused_before_any_fork():
+    """``--jobs 10000`` forked 10,000 processes and printed nothing meanwhile."""
+    import os
+
+    from psn.verify.search import MAX_JOBS_PER_CPU
+    most = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    with pytest.raises(psn.InputError, match=f"at most {most} are allowed"):
+        psn.verify(REACH, mode="exhaustive", jobs=most + 1, **BUGGY)
 
 
 # -- the reductions keep the search complete --------------------------------------------------
@@ -345,6 +370,23 @@ def _files(tmp_path):
     burst = tmp_path / "burst.ndl"
     burst.write_text('-link(@"C", "B").\n')
     return str(facts), str(burst)
+
+
+def test_replay_of_a_file_with_a_malformed_update_names_the_file(tmp_path, capsys,
+                                                                  monkeypatch):
+    """Such an error was shown at '<input>:1:8'."""
+    monkeypatch.chdir(tmp_path)
+    facts, burst = _files(tmp_path)
+    assert main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
+                 "--burst", burst, "--annotation", "set", "--unsafe"]) == 1
+    path = tmp_path / "reachable.counterexample.json"
+    data = json.loads(path.read_text())
+    data["problem"]["bursts"][0][0] = '-link(@"C" "B")'
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["verify", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} (an update):1:11: syntax error: unexpected" in err
 
 
 def test_cli_success_exits_0(tmp_path, capsys):

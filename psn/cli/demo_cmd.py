@@ -36,10 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: reachability)")
     p.add_argument("--topology", default="gtitm", metavar="NAME|FILE",
                    help="topology name or file (default: gtitm, GT-ITM's ts100)")
-    p.add_argument("--seed", type=int, default=1, help="topology, workload and delivery seed (default: 1: the "
-                   "default topology then has 156 links)")
-    p.add_argument("--deletions", type=int, default=20, help="links deleted one at a time (default: 20)")
-    p.add_argument("--workers", type=int, default=2, help="Ray workers for the replay (default: 2)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="topology, workload and delivery seed (default: 1: the default "
+                   "topology then has 156 links)")
+    p.add_argument("--deletions", type=int, default=20,
+                   help="links deleted one at a time (default: 20)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="Ray workers for the replay (default: 2)")
     p.add_argument("--no-spark", action="store_true", help="skip the Spark check")
     p.add_argument("--no-ray", action="store_true", help="skip the Ray replay")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

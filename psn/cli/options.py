@@ -160,7 +160,8 @@ def engine_of(args: argparse.Namespace) -> str:
 
 
 def check_engine_options(args: argparse.Namespace, engine: str) -> None:
-    """Raise :class:`InputError` for an option given that does not apply to ``engine``."""
+    """Raise :class:`InputError` for an option given that does not apply to ``engine``, and
+    for ``--spark-master`` without ``--check spark``."""
     for dest, (engines, why) in ONLY.items():
         value = getattr(args, dest, None)
         if value in (None, [], False) or engine in engines:
@@ -168,6 +169,10 @@ def check_engine_options(args: argparse.Namespace, engine: str) -> None:
         flag = "--" + dest.replace("_", "-")
         raise InputError(f"{flag} does not apply to --engine {engine}: {why}",
                          hint=f"{flag} works with --engine {' or '.join(engines)}")
+    if getattr(args, "spark_master", None) and getattr(args, "check", None) != "spark":
+        raise InputError("--spark-master names the Spark master of --check spark, and this "
+                         "run does not check against Spark",
+                         hint="add --check spark, or leave out --spark-master")
 
 
 def workers(args: argparse.Namespace) -> int | None:

@@ -253,9 +253,9 @@ def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
     out = []
     for text in texts:
         try:
-            atom = parse_atom(text.strip().rstrip("."))
+            atom = parse_atom(text.strip().rstrip("."), "--why")
         except PSNError as e:
-            raise InputError(f"--why {text!r} is not a fact: {e}") from None
+            raise InputError(f"--why {text!r} is not a fact: {e.render()}") from None
         out.append((text.strip(), atom.pred, atom.values))
     return out
 

@@ -82,6 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "PROGRAM.counterexample.json in the current directory)")
     out.add_argument("--format", choices=("text", "json"), default="text",
                      help="text (default) or one JSON document")
+    out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="schedules explored so far on stderr (default: when stderr is a "
+                     "terminal)")
     p.set_defaults(func=run, parser=p)       # a replay compares with the defaults
 
 
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                           mode=args.mode, budget=args.budget, seed=args.seed, jobs=args.jobs,
                           scope=args.scope, fifo=True if args.fifo else None,
                           unsafe=args.unsafe, ship=args.ship, aggsel=args.aggsel,
-                          shrinking=not args.no_shrink)
+                          shrinking=not args.no_shrink, progress=args.progress)
     except InputError as exc:           # a deletion of what is not there: its burst line
         locate_error(exc, bursts)
         raise

@@ -141,7 +141,7 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
            scope: "Scope | str | None" = None, fifo: bool | None = None,
            unsafe: bool = False, ship: str | None = None, aggsel: str | bool = "auto",
            derivation_budget: int | None = None, derivation_total: int | None = None,
-           shrinking: bool = True) -> VerifyResult:
+           shrinking: bool = True, progress: bool | None = None) -> VerifyResult:
     """Check that ``program`` with ``annotation`` is reorder-tolerant on a scope.
 
     Parameters
@@ -176,6 +176,9 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
         Run options (:class:`engine.options.RunOptions`).
     shrinking:
         Shrink a counterexample to few non-FIFO choices before returning it.
+    progress:
+        Show the schedules explored so far on stderr (a tqdm bar; ``None``: when stderr
+        is a terminal).
 
     Returns
     -------
@@ -198,14 +201,22 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
     problem = Problem.make(program, facts, bursts, annotation, scope, unsafe=unsafe,
                            ship=ship, aggsel=aggsel, derivation_budget=derivation_budget,
                            derivation_total=derivation_total)
-    return verify_problem(problem, mode, Budget.parse(budget), seed, jobs, shrinking)
+    return verify_problem(problem, mode, Budget.parse(budget), seed, jobs, shrinking,
+                          progress)
 
 
 def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None = None,
-                   seed: int = 0, jobs: int = 1, shrinking: bool = True) -> VerifyResult:
+                   seed: int = 0, jobs: int = 1, shrinking: bool = True,
+                   progress: bool | None = None) -> VerifyResult:
     """:func:`verify` for a built :class:`Problem`."""
     budget = budget or Budget()
-    stats, info = run_search(problem, mode, budget, seed, jobs)
+    bar = _search_bar(budget, jobs, progress)
+    try:
+        stats, info = run_search(problem, mode, budget, seed, jobs,
+                                 None if bar is None else lambda stats: bar.update(1))
+    finally:
+        if bar is not None:
+            bar.close()
     cex = None
     if stats.failure is not None:
         found = stats.failure
@@ -222,6 +233,18 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
         annotation=problem.annotation_name,
         estimate=info.get("estimate") if mode == "auto" else None, jobs=jobs,
         notes=list(stats.notes))
+
+
+def _search_bar(budget: Budget, jobs: int, progress: bool | None):
+    """A tqdm bar of the schedules explored (of the budget's, with one job), or None."""
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm import tqdm
+    label = "verify" if jobs == 1 else f"verify (worker 1 of {jobs})"
+    total = budget.schedules if jobs == 1 else None
+    return tqdm(total=total, desc=label, unit=" schedules", file=sys.stderr, leave=False)
 
 
 def assert_reorder_tolerant(program, facts=None, bursts=(), *, complete: bool = False,

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.analysis import aggsel_mode
-from ndlog.errors import InputError
+from ndlog.errors import InputError, PSNError, Span
 from ndlog.reference import fact_rows
 
 __all__ = ["Scope", "Budget", "Problem", "Phase", "DEFAULT_BOUND", "DEFAULT_BUDGET",
@@ -420,7 +420,9 @@ class Problem:
         program = parse(text, f"{where} (program)")
         try:
             return cls.make(program, facts, bursts, annotation, scope, **options)
-        except InputError as exc:
-            if exc.span is not None:
-                raise
-            raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
+        except PSNError as exc:
+            if exc.span is None:
+                raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
+            if exc.span.filename is None:       # in the text of one update of the file
+                exc.span = Span(exc.line, exc.column, f"{where} (an update)")
+            raise

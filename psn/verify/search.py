@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import queue as queue_module
 import random
 import signal
@@ -67,6 +68,9 @@ __all__ = ["Search", "SearchStats", "MODES", "estimate_orders", "run_search", "c
 
 #: Values of ``mode``.
 MODES = ("auto", "exhaustive", "random", "adversarial")
+#: ``--jobs`` may fork at most this many worker processes per CPU (10,000 jobs were forked
+#: as asked, and the search printed nothing while the machine forked them)
+MAX_JOBS_PER_CPU = 4
 
 #: Root branches per worker the parallel split aims at (balance).
 _SPLIT_BRANCHES = 4
@@ -337,6 +341,8 @@ class Search:
         self.forms: dict = {}           # node history -> form digest (Execution)
         #: set by a parallel worker that found a counterexample: the others stop
         self.stop = None
+        #: called with the stats after every schedule (a progress display), or None
+        self.progress = None
 
     def _spent(self, stats: SearchStats) -> bool:
         if self.budget.schedules is not None and stats.schedules >= self.budget.schedules:
@@ -353,6 +359,8 @@ class Search:
             stats.finished += 1
         if result.failed and stats.failure is None:
             stats.failure = result
+        if self.progress is not None:
+            self.progress(stats)
         return result
 
     # -- strategies ------------------------------------------------------------------------
@@ -463,10 +471,11 @@ def estimate_orders(counts: list[dict]) -> int:
 # -- the entry point -----------------------------------------------------------------------
 
 def run_search(problem: Problem, mode: str, budget: Budget, seed: int = 0,
-               jobs: int = 1) -> tuple[SearchStats, dict]:
+               jobs: int = 1, progress=None) -> tuple[SearchStats, dict]:
     """Run the search ``mode`` asks for; returns the stats and facts about the choice
     (``{"estimate": ..., "fifo_seconds": ...}`` for ``auto``, which runs the FIFO schedule
-    first: if that fails, it is the counterexample).
+    first: if that fails, it is the counterexample). ``progress``, if given, is called
+    with the stats after every schedule (in parallel, by the first worker only).
 
     Raises
     ------
@@ -477,7 +486,13 @@ def run_search(problem: Problem, mode: str, budget: Budget, seed: int = 0,
         raise InputError(f"unknown verify mode {mode!r}; choose one of {', '.join(MODES)}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs (--jobs) must be a positive integer, got {jobs!r}")
+    if jobs > MAX_JOBS_PER_CPU * (os.cpu_count() or 1):
+        cpus = os.cpu_count() or 1
+        raise InputError(f"jobs (--jobs) {jobs} would fork {jobs} processes on a machine "
+                         f"with {cpus} CPUs; at most {MAX_JOBS_PER_CPU * cpus} are allowed",
+                         hint=f"--jobs {cpus} uses every CPU")
     search = Search(problem, budget, seed)
+    search.progress = progress
     info: dict = {}
     if mode == "auto":
         fifo, seconds, counts = search.fifo()
@@ -507,6 +522,7 @@ def _parallel(search: Search, mode: str, jobs: int) -> SearchStats:
     """``mode`` on ``jobs`` forked worker processes; the stats merged in worker order."""
     context = multiprocessing.get_context("fork")
     share = Search(search.problem, search.budget.split(jobs), search.seed, search.deadline)
+    share.progress = search.progress            # shown by the first worker only
     level = share.split_level(jobs) if mode == "exhaustive" else 0
     share.stop = context.Event()
     queue = context.Queue()
@@ -559,6 +575,8 @@ def _start_quiet(procs: list) -> None:
 
 
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
+    if worker:
+        search.progress = None
     try:
         if mode == "exhaustive":
             stats = search.exhaustive((level, worker, jobs))
