@@ -360,8 +360,9 @@ def _cols(row: dict) -> list:
 
 
 def write_metrics(path: str | Path, run: dict, steps: list[StepResult]) -> None:
-    """Write ``path`` as CSV if it ends in ``.csv``, else JSON."""
-    if str(path).endswith(".csv"):
+    """Write ``path`` as CSV if it ends in ``.csv`` (in any case, as facts files are read),
+    else JSON."""
+    if Path(path).suffix.lower() == ".csv":
         write_csv(path, steps)
     else:
         write_json(path, run, steps)

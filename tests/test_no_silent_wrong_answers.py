@@ -56,6 +56,8 @@ def test_a_small_derivation_budget_names_the_fact(capsys):
     assert rc == 2
     assert "the derivation sets of reachable(@" in err and "budget of 20 per fact" in err
     assert "stopped in step 0 (load all)" in out
+    # the simulator's columns, although no step finished (the in-memory engine's were shown)
+    assert "step  label  wall s  sim s  msgs" in out and "prov B/tuple" in out
 
 
 def test_set_semantics_refuses_deletions_on_recursion_before_running(capsys):

@@ -267,6 +267,8 @@ def test_metrics_files_from_a_run(tmp_path):
     assert {r["scope"] for r in rows} == {"total", "node", "worker"}
     sent = sum(int(r["bytes_sent"]) for r in rows if r["scope"] == "worker")
     assert sent == sum(int(r["bytes_sent"]) for r in totals)
+    s.write_metrics(tmp_path / "M.CSV")              # the suffix in any case, as facts files
+    assert (tmp_path / "M.CSV").read_text() == (tmp_path / "m.csv").read_text()
 
 
 def test_cli_runner(tmp_path, capsys):

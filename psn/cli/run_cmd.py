@@ -478,7 +478,7 @@ def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
     if d["engine"] == "ray":
         print(f"# {d['workers']} Ray workers (Ray start-up {d['ray_startup_seconds']:.2f} s "
               f"and actors {d['actor_startup_seconds']:.2f} s, not in the wall times)")
-    sim = "sim_time" in (rows[0] if rows else {})
+    sim = d["engine"] == "sim"
     cols = [("step", "index"), ("label", "label"), ("wall s", "wall_time")]
     if sim:
         cols.append(("sim s", "sim_time"))
@@ -499,7 +499,8 @@ def print_table(d: dict, rows: list[dict], summary: dict | None = None) -> None:
     verdict = {None: "not checked",
                True: f"ok ({count_noun(summary['checked'], 'step')} equal to the reference)",
                False: "FAILED"}[summary["check"]]
-    sim_part = f"convergence {summary['sim_time']:.4f} s simulated, " if sim else ""
+    sim_part = f"convergence {summary['sim_time']:.4f} s simulated, " \
+        if "sim_time" in summary else ""
     print(f"-- {count_noun(summary['steps'], 'step')}: {sim_part}{summary['wall_time']:.2f} s "
           f"wall; {summary['worker_bytes_sent'] / 1e6:.3f} MB in "
           f"{count_noun(summary['worker_messages_sent'], 'message')} between workers; "
