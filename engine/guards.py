@@ -16,9 +16,10 @@ gives the reference's answer or stops with an error that names the cause and the
   :class:`~provenance.base.AnnotationBudgetExceeded`, which the node turns into this
   user-facing error naming the fact;
 * **memory ceiling** (:class:`MemoryGuard`, :class:`MemoryLimitError`,
-  :func:`default_memory_limit`, :func:`parse_memory`): a cheap resident-set check a
-  delivery loop calls often, so a run stops with a message instead of being killed by the
-  operating system (or taking the machine with it).
+  :func:`default_memory_limit`, :func:`parse_memory`, :func:`check_memory_limit`): a cheap
+  resident-set check a delivery loop calls often, so a run stops with a message instead of
+  being killed by the operating system (or taking the machine with it); a ceiling below
+  what the process needs before its first update (:data:`MIN_MEMORY`) is refused up front.
 
 Deliberately not here: deciding when a guard applies (the run options and the drivers do),
 the budget's bookkeeping (:mod:`provenance.derivation`), and killing or pausing anything:
@@ -27,6 +28,7 @@ every guard raises, the caller decides.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -41,11 +43,17 @@ __all__ = [
     "soft_state_deletions",
     "UnsafeAnnotationError", "AnnotationBudgetError", "budget_error",
     "MemoryGuard", "MemoryLimitError", "default_memory_limit", "physical_memory",
-    "current_rss", "parse_memory", "DEFAULT_MEMORY_FRACTION",
+    "current_rss", "parse_memory", "check_memory_limit", "DEFAULT_MEMORY_FRACTION",
+    "MIN_MEMORY",
 ]
 
 #: The share of the machine's (or the container's) memory a run may use by default.
 DEFAULT_MEMORY_FRACTION = 0.75
+
+#: The lowest memory ceiling a run accepts (bytes). A Python process with the engine loaded
+#: resides in about 45-50 MiB before its first update (an idle interpreter alone in about
+#: 13 MiB), so a lower ceiling stops every run at its first check, having measured nothing.
+MIN_MEMORY = 64 << 20
 
 _FIX_SET = "use --annotation absorption, or --unsafe to run it unchecked"
 
@@ -484,9 +492,10 @@ _SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(?:([kmgt])(?:i?b)?|(b)|(%))?$")
 def parse_memory(text: str, option: str = "--max-memory") -> int:
     """A memory size from the command line, in bytes.
 
-    Accepts a size with a binary unit (``4G``, ``4GiB``, ``512M``, ``1.5g``, ``1048576B``),
-    a fraction of this machine's physical memory (``0.5``) or a percentage (``50%``), and
-    ``off`` (or ``none``) for no limit, which returns ``0``.
+    Accepts a size with a binary unit (``4G``, ``4GiB``, ``512M``, ``1.5g``,
+    ``67108864B``), a fraction of this machine's physical memory (``0.5``) or a percentage
+    (``50%``), and ``off`` (or ``none``) for no limit, which returns ``0``. A ceiling must
+    be at least :data:`MIN_MEMORY` (:func:`check_memory_limit`).
 
     Parameters
     ----------
@@ -498,8 +507,8 @@ def parse_memory(text: str, option: str = "--max-memory") -> int:
     Raises
     ------
     ndlog.errors.InputError
-        For anything else, a size below one byte, a fraction outside ``(0, 1]``, or a
-        fraction when the machine's memory is unknown.
+        For anything else, a size below :data:`MIN_MEMORY`, a fraction outside
+        ``(0, 1]``, or a fraction when the machine's memory is unknown.
     """
     raw = str(text).strip()
     low = raw.lower()
@@ -512,11 +521,13 @@ def parse_memory(text: str, option: str = "--max-memory") -> int:
         raise InputError(f"{option} {raw!r} is not a memory size; {form}")
     number, unit, byte, percent = m.groups()
     value = float(number)
+    if not math.isfinite(value):
+        raise InputError(f"{option} {raw!r} is not a memory size; {form}")
     if unit or byte:
         size = int(value * _UNITS[unit or ""])
         if size < 1:
             raise InputError(f"{option} {raw!r} is below one byte; {form}")
-        return size
+        return check_memory_limit(size, option, raw)
     fraction = value / 100 if percent else value
     if not 0 < fraction <= 1:
         raise InputError(f"{option} {raw!r}: a fraction of this machine's memory must be "
@@ -525,4 +536,41 @@ def parse_memory(text: str, option: str = "--max-memory") -> int:
     if physical is None:
         raise InputError(f"{option} {raw!r}: this system does not report its memory; give "
                          f"a size with a unit (4G, 512M)")
-    return max(int(physical * fraction), 1)
+    return check_memory_limit(max(int(physical * fraction), 1), option, raw)
+
+
+def check_memory_limit(size: int, option: str = "--max-memory", shown: str | None = None
+                       ) -> int:
+    """``size`` (bytes) if it can serve as a run's memory ceiling: ``0`` (no ceiling) or at
+    least :data:`MIN_MEMORY`.
+
+    Parameters
+    ----------
+    size:
+        The ceiling in bytes.
+    option:
+        The option (or parameter) that set it, for messages.
+    shown:
+        How the user wrote it (default: ``size`` in bytes).
+
+    Returns
+    -------
+    int
+        ``size``.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        For a negative size, or one between ``0`` and :data:`MIN_MEMORY`, which every run
+        would exceed before doing any work.
+    """
+    if size == 0:
+        return 0
+    if size < MIN_MEMORY:
+        what = repr(shown) if shown is not None else f"{size:,} bytes"
+        raise InputError(f"{option} {what} is below the minimum of "
+                         f"{format_bytes(MIN_MEMORY)}: a Python process with the engine "
+                         f"loaded already uses about that much, so every run would stop "
+                         f"before doing any work",
+                         hint=f"give at least {MIN_MEMORY >> 20}M (or off for no limit)")
+    return size

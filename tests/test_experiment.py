@@ -310,3 +310,41 @@ def test_unfinished_points_say_which_budget_stopped_them():
                "memory budget: the run used 4.5 GiB, over its --max-memory of 4.00 GiB"])
     assert p.stopped_by == "the memory budget in 2, the time budget in 1"
     assert not p.finished and p.status == "did not finish"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "0", "-5", "2e6", "soon"])
+def test_cli_refuses_a_time_budget_that_is_not_a_finite_positive_number(tmp_path, capsys,
+                                                                          value):
+    """Such a budget used to reach every run, which failed setting its alarm inside the
+    worker pool (ValueError: Invalid value NaN; OverflowError: timestamp out of range)."""
+    out = tmp_path / "out"
+    assert psn_main(["experiment", "fig7", "--tiny", "--executor", "inline",
+                     "--no-progress", f"--time-budget={value}", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--time-budget" in err and value in err and "Traceback" not in err
+    assert not out.exists()
+    with pytest.raises(psn.PSNError, match="--time-budget"):
+        make_config("tiny", time_budget=float("nan"))
+
+
+def test_time_budget_takes_seconds_with_a_unit(tmp_path):
+    from argparse import Namespace
+    from psn.cli.experiment_cmd import _time_budget
+    assert _time_budget(Namespace(time_budget="90s")) == 90.0
+    assert _time_budget(Namespace(time_budget="2.5")) == 2.5
+    assert _time_budget(Namespace(time_budget=None)) is None
+
+
+@pytest.mark.parametrize("size", ["1K", "63M", "nan", "inf"])
+def test_cli_refuses_a_max_memory_below_what_a_run_needs(tmp_path, capsys, size):
+    """psn run's rule (engine.guards.parse_memory): a ceiling below what the process
+    already uses would stop every run before it measured anything."""
+    out = tmp_path / "out"
+    assert psn_main(["experiment", "fig7", "--tiny", "--executor", "inline",
+                     "--no-progress", "--max-memory", size, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--max-memory '{size}'" in err and "Traceback" not in err
+    assert not out.exists()
+    with pytest.raises(psn.PSNError, match="below the minimum of 64.0 MiB"):
+        make_config("tiny", memory_budget=1024)
+

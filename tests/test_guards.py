@@ -4,23 +4,24 @@ Set semantics under deletions: the static check's verdict is compared with what 
 does (accepted programs match the reference on seeded random bursts under any delivery;
 every kind of refused program has a burst on which set semantics gives a wrong answer).
 Derivation-set budget: the scheme's bookkeeping, and a 3x3 grid that stops with an error
-naming a fact where absorption finishes. Memory ceiling: size parsing and a guard that
-trips after a real allocation.
+naming a fact where absorption finishes. Memory ceiling: size parsing (a ceiling below
+what the process already uses is refused) and a guard that trips after a real allocation.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
 import psn
 from engine import Network
 from engine.guards import (
-    AnnotationBudgetError, MemoryGuard, MemoryLimitError, UnsafeAnnotationError,
-    check_set_deletions, current_rss, default_memory_limit, implicit_deletions,
-    parse_memory, physical_memory, set_deletion_problem,
+    MIN_MEMORY, AnnotationBudgetError, MemoryGuard, MemoryLimitError, UnsafeAnnotationError,
+    check_memory_limit, check_set_deletions, current_rss, default_memory_limit,
+    implicit_deletions, parse_memory, physical_memory, set_deletion_problem,
 )
 from ndlog.errors import EvaluationError, InputError
 from provenance import get_scheme
@@ -267,8 +268,8 @@ def test_with_budget_keeps_what_is_not_given():
 
 @pytest.mark.parametrize("text, expected", [
     ("4G", 4 << 30), ("4g", 4 << 30), ("4GiB", 4 << 30), ("4 GB", 4 << 30),
-    ("512M", 512 << 20), ("1.5G", 3 << 29), ("2048K", 2 << 20), ("1T", 1 << 40),
-    ("1048576B", 1 << 20), ("off", 0), ("None", 0),
+    ("512M", 512 << 20), ("1.5G", 3 << 29), ("65536K", 64 << 20), ("1T", 1 << 40),
+    ("67108864B", 64 << 20), ("off", 0), ("None", 0),
 ])
 def test_parse_memory_sizes(text, expected):
     assert parse_memory(text) == expected
@@ -283,10 +284,34 @@ def test_parse_memory_fractions_of_physical_memory():
 
 
 @pytest.mark.parametrize("text", ["", "abc", "4", "1.5", "0", "0G", "-1G", "150%", "4X",
-                                  "G", "1e9", "0.5.5"])
+                                  "G", "1e9", "0.5.5", "nan", "inf", "1e400",
+                                  "1" + "0" * 400 + "G"])
 def test_parse_memory_rejects_bad_values(text):
     with pytest.raises(InputError, match="--max-memory"):
         parse_memory(text)
+
+
+@pytest.mark.parametrize("text", ["1K", "1B", "2048K", "63M", "0.0000001"])
+def test_parse_memory_refuses_a_ceiling_below_what_the_process_already_uses(text):
+    """Below MIN_MEMORY every run would stop at its first check, having done nothing."""
+    with pytest.raises(InputError, match=r"--max-memory '.*' is below the minimum of "
+                                         r"64\.0 MiB") as info:
+        parse_memory(text)
+    assert "64M" in info.value.hint
+    assert parse_memory("64M") == MIN_MEMORY == check_memory_limit(MIN_MEMORY)
+    assert check_memory_limit(0) == 0
+    with pytest.raises(InputError, match="--limit 1,024 bytes is below the minimum"):
+        check_memory_limit(1024, "--limit")
+
+
+def test_run_refuses_a_max_memory_below_the_minimum(capsys):
+    from psn.cli import main
+    program = Path(__file__).resolve().parents[1] / "examples" / "reachable.ndl"
+    assert main(["run", str(program), "--topology", "liu100",
+                 "--max-memory", "1K"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-memory '1K' is below the minimum of 64.0 MiB" in err
+    assert "Traceback" not in err
 
 
 def test_parse_memory_names_the_option():

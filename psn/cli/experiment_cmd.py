@@ -63,13 +63,13 @@ def register(subparsers) -> None:
                    help="local processes (default), this process (inline), or Ray tasks")
     p.add_argument("--address", metavar="HOST:PORT",
                    help="Ray cluster to run on (--executor ray; default: a local runtime)")
-    p.add_argument("--time-budget", type=float, metavar="S",
-                   help=f"wall-clock seconds per run before it counts as not finished "
-                        f"(default {SCALES['full']['time_budget']:g}, --quick "
+    p.add_argument("--time-budget", metavar="S",
+                   help=f"wall-clock seconds per run before it counts as not finished, "
+                        f"above 0 (default {SCALES['full']['time_budget']:g}, --quick "
                         f"{SCALES['quick']['time_budget']:g})")
     p.add_argument("--max-memory", metavar="SIZE",
-                   help="resident memory per run, e.g. 4G (default: the smaller of 4 GiB "
-                        "and half the machine's memory divided by --jobs)")
+                   help="resident memory per run, e.g. 4G, at least 64M (default: the "
+                        "smaller of 4 GiB and half the machine's memory divided by --jobs)")
     p.add_argument("--fresh", action="store_true", help="rerun cached runs")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: rebuild rows, summary, figures and report from the "
@@ -78,12 +78,36 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def _time_budget(args) -> float | None:
+    """``--time-budget`` in seconds (a number, or with a unit: ``90s``), checked by
+    :func:`psn.experiment.base.check_time_budget`; None when not given."""
+    from engine.delivery import parse_duration
+    from ndlog.errors import InputError
+    from psn.experiment.base import check_time_budget
+    if args.time_budget is None:
+        return None
+    try:
+        seconds = parse_duration(args.time_budget)
+    except ValueError:
+        raise InputError(f"--time-budget {args.time_budget!r} is not a number of seconds",
+                         hint="e.g. --time-budget 300") from None
+    return check_time_budget(seconds, args.time_budget)
+
+
 def _memory(args) -> int:
-    from engine.guards import parse_memory, physical_memory
+    """``--max-memory`` in bytes (:func:`engine.guards.parse_memory`, the rule of ``psn run
+    --max-memory``), or the default share of this machine's memory per job."""
+    from engine.guards import MIN_MEMORY, parse_memory, physical_memory
+    from ndlog.errors import InputError
     if args.max_memory:
         return parse_memory(args.max_memory)
     phys = physical_memory() or 8 << 30
-    return int(min(4 << 30, phys // 2 // max(1, args.jobs)))
+    share = int(min(4 << 30, phys // 2 // max(1, args.jobs)))
+    if share < MIN_MEMORY:
+        raise InputError(f"--jobs {args.jobs} leaves each run less than the minimum of "
+                         f"{MIN_MEMORY >> 20} MiB of this machine's memory",
+                         hint="use fewer --jobs, or give --max-memory")
+    return share
 
 
 def _run(args) -> int:
@@ -96,7 +120,8 @@ def _run(args) -> int:
                          hint=f"one of {', '.join(EXPERIMENTS)}, list or all")
     if args.executor != "ray" and args.address:
         raise InputError("--address goes with --executor ray")
-    cfg = make_config(args.scale, args.runs, args.seed, args.time_budget, _memory(args))
+    cfg = make_config(args.scale, args.runs, args.seed, _time_budget(args),
+                      _memory(args))
     command = "psn experiment " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
         if len(sys.argv) > 2 and sys.argv[1] == "experiment" else f"psn experiment {args.name}"
     kw = dict(executor=args.executor, jobs=args.jobs, address=args.address, fresh=args.fresh,

@@ -24,7 +24,8 @@ from .runs import STATUS_DNF, STATUS_OK, RunSpec
 from .table import SummaryTable
 
 __all__ = ["Config", "Series", "Metric", "Panel", "Item", "Claim", "Experiment", "SCALES",
-           "make_config", "fmt", "REPRODUCED", "PARTIAL", "NOT_REPRODUCED", "NOT_TESTED",
+           "make_config", "check_time_budget", "MAX_TIME_BUDGET", "fmt", "REPRODUCED",
+           "PARTIAL", "NOT_REPRODUCED", "NOT_TESTED",
            "MB", "KB", "optional_series", "compare", "dearer", "verdict", "step_state",
            "sums", "topology_size", "reach_topology", "density_topology", "sensor_topology",
            "DRED", "RELATIVE_EAGER", "RELATIVE_LAZY", "SET", "LAZY", "EAGER", "DERIVATION"]
@@ -71,6 +72,10 @@ SCALES = {"full": {"runs": 10, "time_budget": 300.0},
           "quick": {"runs": 3, "time_budget": 60.0},
           "tiny": {"runs": 2, "time_budget": 10.0}}
 
+#: the longest time budget per run (seconds, about 11.6 days): a run's alarm
+#: (``setitimer``) cannot be set much further ahead
+MAX_TIME_BUDGET = 1e6
+
 
 def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
                 time_budget: float | None = None, memory_budget: int | None = None,
@@ -83,10 +88,32 @@ def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
     if runs < 1:
         raise InputError(f"runs (--runs) must be at least 1, not {runs}")
     tb = d["time_budget"] if time_budget is None else time_budget
-    if tb <= 0:
-        raise InputError(f"the time budget must be positive, not {tb}")
+    check_time_budget(tb)
+    from engine.guards import check_memory_limit
     mem = Config.memory_budget if memory_budget is None else memory_budget
+    check_memory_limit(mem, "the memory budget per run (--max-memory)")
     return Config(scale, runs, seed, tb, mem, topology_seed)
+
+
+def check_time_budget(seconds, shown: str | None = None) -> float:
+    """``seconds`` if it is a usable time budget per run: a finite number above 0 and at
+    most :data:`MAX_TIME_BUDGET`. ``shown`` is how the user wrote it, for the message.
+
+    Raises
+    ------
+    InputError
+        Otherwise, naming ``--time-budget`` and the value (a run given NaN, infinity or a
+        huge budget could not set its alarm, and failed inside the worker).
+    """
+    number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    if not (number and math.isfinite(seconds) and 0 < seconds <= MAX_TIME_BUDGET):
+        raise InputError(f"the time budget per run (--time-budget) must be a finite number "
+                         f"of seconds above 0 and at most {MAX_TIME_BUDGET:g} (about "
+                         f"{MAX_TIME_BUDGET / 86400:.1f} days), not "
+                         f"{shown if shown is not None else repr(seconds)}",
+                         hint=f"e.g. --time-budget {SCALES['full']['time_budget']:g} (the "
+                              f"paper's 5 minutes)")
+    return float(seconds)
 
 
 @dataclass(frozen=True)
