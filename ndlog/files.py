@@ -29,7 +29,7 @@ try:
 except ImportError:             # not POSIX: directories are not claimed
     fcntl = None
 
-__all__ = ["atomic_open", "write_atomic", "claimed_dir", "CLAIM_FILE"]
+__all__ = ["atomic_open", "write_atomic", "claimed_dir", "require_parent", "CLAIM_FILE"]
 
 #: the file in a claimed directory whose lock marks the claim (it holds the claimant's pid)
 CLAIM_FILE = ".psn-lock"
@@ -99,7 +99,8 @@ def _error(path: Path, what: str, exc: OSError) -> InputError:
 
 @contextmanager
 def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> Iterator[Path]:
-    """Claim the directory ``path`` (created if missing) for this process during the block.
+    """Claim the directory ``path`` (created if missing, in a parent directory that must
+    exist, as every output file's must) for this process during the block.
 
     The claim is an exclusive lock on ``path/.psn-lock``, which the system drops when the
     process ends however it ends, so a stopped or killed run never leaves a stale claim.
@@ -125,11 +126,12 @@ def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> It
     ------
     ndlog.errors.InputError
         If another process holds the claim (naming it by pid), or the directory cannot be
-        created.
+        created (its parent directory does not exist, say).
     """
     path = Path(path)
+    require_parent(path, what)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         fd = os.open(path / CLAIM_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise _error(path, what, exc) from None
@@ -139,6 +141,30 @@ def claimed_dir(path: str | Path, what: str = "directory", hint: str = "") -> It
         yield path
     finally:
         os.close(fd)
+
+
+def require_parent(path: str | Path, what: str = "") -> None:
+    """Refuse an output path whose parent directory does not exist.
+
+    Parameters
+    ----------
+    path:
+        A file or directory to be written.
+    what:
+        What it is, for the error message (``"the run cache"``).
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If the parent directory of ``path`` is missing (or is not a directory), naming it.
+    """
+    path = Path(path)
+    parent = path.parent
+    if not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise InputError(f"cannot write {what + ' ' if what else ''}'{path}': the "
+                         f"directory '{parent}' {why}",
+                         hint="create it first, or give a path in an existing directory")
 
 
 def _claim(fd: int, path: Path, what: str, hint: str) -> None:

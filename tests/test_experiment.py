@@ -348,3 +348,21 @@ def test_cli_refuses_a_max_memory_below_what_a_run_needs(tmp_path, capsys, size)
     with pytest.raises(psn.PSNError, match="below the minimum of 64.0 MiB"):
         make_config("tiny", memory_budget=1024)
 
+
+def test_cli_refuses_an_output_directory_in_a_missing_directory(tmp_path, capsys):
+    """As every other command refuses an output file there: the output directory itself
+    is created, its parent is not."""
+    missing = tmp_path / "no" / "such"
+    assert psn_main(["experiment", "fig7", "--tiny", "--executor", "inline",
+                     "--no-progress", "-o", str(missing / "fig7")]) == 2
+    err = capsys.readouterr().err
+    assert f"'{missing / 'fig7'}'" in err and "does not exist" in err
+    assert "Traceback" not in err and not (tmp_path / "no").exists()
+    assert psn_main(["experiment", "all", "--tiny", "--executor", "inline",
+                     "--no-progress", "-o", str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "no").exists()
+    assert psn_main(["experiment", "fig7", "--tiny", "--executor", "inline",
+                     "--no-progress", "-o", str(tmp_path / "out"),
+                     "--cache", str(missing / "cache")]) == 2
+    assert "the run cache" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists() and not (tmp_path / "out").exists()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ndlog.files import claimed_dir
+from ndlog.files import claimed_dir, require_parent
 
 from .executor import EXECUTORS, Cache, run_all
 from .figures import (EXPERIMENTS, SCALES, Claim, Config, Experiment, get_experiment,
@@ -53,9 +53,11 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
     cfg:
         Scale, repetitions, seed and budgets (:func:`make_config`).
     output:
-        The directory for rows, summary, figures and ``report.md``.
+        The directory for rows, summary, figures and ``report.md`` (created if missing; its
+        parent directory must exist).
     cache:
-        Where finished runs are kept (default ``output/cache``).
+        Where finished runs are kept (default ``output/cache``; created if missing, its
+        parent directory must exist).
     executor, jobs, address, fresh, progress:
         See :func:`~psn.experiment.executor.run_all`.
     command:
@@ -71,6 +73,8 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
     items = exp.plan(cfg)
     if report_only and not outdir.is_dir():
         _recorded(outdir, [i.spec for i in items])     # refused, without making the dir
+    if cache is not None and not report_only:
+        require_parent(cache, "the run cache")     # before any run, not after the first
     with _claimed(outdir, report_only):
         if report_only:
             records = _recorded(outdir, [i.spec for i in items])
