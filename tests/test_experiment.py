@@ -366,3 +366,134 @@ def test_cli_refuses_an_output_directory_in_a_missing_directory(tmp_path, capsys
                      "--cache", str(missing / "cache")]) == 2
     assert "the run cache" in capsys.readouterr().err
     assert not (tmp_path / "no").exists() and not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+MEMORY_STOP = "memory budget: the run used 47.2 MiB, over its --max-memory of 0.0 MiB"
+TIME_STOP = "time budget: over the time budget of {:g} s"
+
+
+def _record(spec, status="ok", reason=None, steps=(), trials=()):
+    """A run record as psn.experiment.runs.execute_run makes it (what the claims read)."""
+    return {"key": spec.key("test"), "spec": spec.to_dict(), "status": status,
+            "reason": reason, "steps": list(steps), "trials": list(trials),
+            "topology": {"nodes": 5, "links": 6}}
+
+
+def _step(i, scale=1.0):
+    """A completed step of a simulated run; ``scale`` multiplies its costs."""
+    return {"index": i, "bytes_sent": int(1e5 * scale), "updates_sent": int(100 * scale),
+            "sim_time": 0.1 * scale, "wall_time": 0.01 * scale, "tuples": 20,
+            "provenance_per_tuple": 10.0 * scale, "state_bytes": int(1e4 * scale),
+            "check": True}
+
+
+def _claims(name, cfg, record_of):
+    """The claims of experiment ``name`` over the records ``record_of(item)`` makes."""
+    from psn.experiment.table import SummaryTable
+    exp = EXPERIMENTS[name]
+    rows = [r for item in exp.plan(cfg) for r in exp.rows(item, record_of(item))]
+    return {c.claim: c for c in exp.claims(SummaryTable(rows, exp.metric_names()), cfg)}
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+@pytest.mark.parametrize("reason", [MEMORY_STOP, "no quiescence: after 20,000 deliveries",
+                                    "refused"])
+def test_runs_stopped_by_a_guard_are_no_evidence_for_any_claim(name, reason):
+    """Every run stopped on memory, without quiescence, or refused: nothing was measured,
+    so no claim is judged either way (before, fig7's "Relative Eager did not converge
+    within 5 minutes" was 'reproduced' by runs that stopped on memory at once)."""
+    status = "refused" if reason == "refused" else "dnf"
+    claims = _claims(name, TINY, lambda item: _record(item.spec, status, reason))
+    assert claims and {c.verdict for c in claims.values()} == {"not tested"}, \
+        [(c.claim, c.verdict, c.evidence) for c in claims.values()]
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_runs_out_of_a_short_time_budget_reproduce_no_claim(name):
+    """Every run out of a 10 s budget: that can refute a claim that something is fast
+    (Fig. 11's Lazy Dense under 5 s), but shows nothing that needs 5 minutes."""
+    claims = _claims(name, TINY, lambda item: _record(item.spec, "dnf", TIME_STOP.format(10)))
+    assert {c.verdict for c in claims.values()} <= {"not tested", "not reproduced"}, \
+        [(c.claim, c.verdict, c.evidence) for c in claims.values()]
+
+
+RELATIVE_EAGER_CLAIM = ("Relative Eager did not converge within 5 minutes for insertion "
+                        "ratios of 0.75 or higher.")
+
+
+@pytest.mark.parametrize("budget,reason,expected", [
+    (300.0, TIME_STOP.format(300), "reproduced"),       # the stop the claim is about
+    (60.0, TIME_STOP.format(60), "not tested"),         # might have finished in 5 minutes
+    (300.0, MEMORY_STOP, "not tested"),                 # says nothing about time
+    (300.0, None, "not reproduced"),                    # finished
+])
+def test_relative_eager_verdict_counts_only_a_five_minute_time_budget(budget, reason,
+                                                                      expected):
+    from psn.experiment.base import RELATIVE_EAGER, Config
+    exp = EXPERIMENTS["fig7"]
+    if RELATIVE_EAGER.label not in [s.label for s in exp.series()]:
+        pytest.skip("relative provenance is not registered")
+    cfg = Config("tiny", 2, 0, budget, 4 << 30)
+
+    def record(item):
+        if item.series == RELATIVE_EAGER.label and reason is not None:
+            return _record(item.spec, "dnf", reason, [_step(0), _step(1)])
+        return _record(item.spec, steps=[_step(i) for i in range(4)])
+    claim = _claims("fig7", cfg, record)[RELATIVE_EAGER_CLAIM]
+    assert claim.verdict == expected, claim.evidence
+    if expected == "not tested":
+        assert "not determined" in claim.evidence
+
+
+def test_a_dearer_series_counts_only_when_a_cost_budget_stopped_it():
+    """Absorption Eager stopped by memory where Absorption Lazy finished under the same
+    budgets costs more; refused, it decides nothing."""
+    from psn.experiment.base import EAGER
+    claim = "Eager propagation of absorption provenance (Absorption Eager) is costly"
+
+    def verdict_when(status, reason):
+        def record(item):
+            if item.series == EAGER.label:
+                return _record(item.spec, status, reason)
+            return _record(item.spec, steps=[_step(i) for i in range(4)])
+        found = [c for t, c in _claims("fig7", TINY, record).items() if t.startswith(claim)]
+        return found[0]
+    assert verdict_when("dnf", MEMORY_STOP).verdict == "reproduced"
+    refused = verdict_when("refused", "set semantics with deletions")
+    assert refused.verdict == "not tested" and "not compared" in refused.evidence
+
+
+@pytest.mark.parametrize("budget,reason,expected", [
+    (300.0, TIME_STOP.format(300), "reproduced"),
+    (60.0, TIME_STOP.format(60), "not tested"),
+    (300.0, MEMORY_STOP, "not tested"),
+    (300.0, None, "not reproduced"),
+])
+def test_no_aggsel_verdict_counts_only_a_five_minute_time_budget(budget, reason, expected):
+    from psn.experiment.base import Config
+    cfg = Config("tiny", 2, 0, budget, 4 << 30)
+
+    def record(item):
+        if item.series == "No AggSel" and reason is not None:
+            return _record(item.spec, "dnf", reason)
+        return _record(item.spec, steps=[_step(0)])
+    claims = _claims("fig14", cfg, record)
+    found = [c for t, c in claims.items() if t.startswith("Without aggregate selection")]
+    assert found[0].verdict == expected, found[0].evidence
+
+
+def test_cli_fails_when_every_run_stopped_before_measuring(tmp_path, capsys):
+    """A real sweep whose every run runs out of its (tiny) time budget at once: the claims
+    are 'not tested', the report says nothing was measured, and the command says so and
+    exits 1, not 0."""
+    out = tmp_path / "fig7"
+    assert psn_main(["experiment", "fig7", "--tiny", "--runs", "1", "--time-budget", "1e-6",
+                     "--executor", "inline", "--no-progress", "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "claims: 4 not tested" in captured.out and "reproduced" not in captured.out
+    assert "nothing was measured" in captured.err and "the time budget in 7" in captured.err
+    report = (out / "report.md").read_text()
+    assert "**Nothing was measured**" in report and "**reproduced**" not in report

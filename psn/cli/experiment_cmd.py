@@ -135,10 +135,22 @@ def _run(args) -> int:
         for res in results:
             _print_result(res)
         print(f"index: {index}")
-        return 0
+        return _status(results)
     res = run_experiment(args.name, cfg, args.output or f"experiments/{args.name}", **kw)
     _print_result(res)
-    return 0
+    return _status([res])
+
+
+def _status(results) -> int:
+    """1 if an experiment measured nothing (every run stopped before its first point),
+    after saying so on stderr; else 0."""
+    empty = [res for res in results if not res.measured]
+    for res in empty:
+        print(f"warning: {res.experiment.name}: nothing was measured, every run "
+              f"stopped before its first point ({res.stopped_by()}), so no claim was "
+              f"judged\nhint: raise --time-budget or --max-memory (why each run stopped: "
+              f"{res.report})", file=sys.stderr)
+    return 1 if empty else 0
 
 
 def _list(experiments) -> int:

@@ -14,7 +14,7 @@ per panel and ``report.md`` with the paper's claims beside the measurements
 Every run goes through the project's own APIs (``sim.Simulation`` with
 ``engine.RunOptions`` and a workload SPEC; ``engine.Network`` for Nigam et al.'s examples)
 and has a time and memory budget; a run over budget is data ("did not finish"), drawn and
-reported as such.
+reported as such, and evidence for a claim only where that stop is what the claim is about.
 
 Deliberately not here: the engine and the simulator themselves; the command line
 (:mod:`psn.cli.experiment_cmd`).

@@ -6,7 +6,10 @@ size (scale, repetitions, seeds, per-run budgets; Liu et al. 2009 Sec. 7 average
 :class:`Panel` what is drawn; :class:`Item` one planned run; :class:`Claim` a published
 finding with PSN's verdict. :class:`Experiment` is the base class of the figures (it plans
 runs, turns records into rows, and states claims), with the helpers they share: the
-topologies of Liu Sec. 7.1 and 7.3 per scale, comparisons of series, and verdicts.
+topologies of Liu Sec. 7.1 and 7.3 per scale, comparisons of series, and verdicts. A run
+stopped by a guard is evidence for a claim only where that stop is what the claim is about
+(:func:`over_budget`, :func:`out_of_time`); a claim nothing measured decides is "not
+tested".
 
 Deliberately not here: the figures themselves (:mod:`~psn.experiment.liu`,
 :mod:`~psn.experiment.nigam`), running, drawing, writing.
@@ -21,12 +24,14 @@ from dataclasses import dataclass, field
 from ndlog.errors import InputError
 
 from .runs import STATUS_DNF, STATUS_OK, RunSpec
-from .table import SummaryTable
+from .table import STOP_DERIVATIONS, STOP_MEMORY, STOP_TIME, SummaryTable
 
 __all__ = ["Config", "Series", "Metric", "Panel", "Item", "Claim", "Experiment", "SCALES",
            "make_config", "check_time_budget", "MAX_TIME_BUDGET", "fmt", "REPRODUCED",
            "PARTIAL", "NOT_REPRODUCED", "NOT_TESTED",
-           "MB", "KB", "optional_series", "compare", "dearer", "verdict", "step_state",
+           "MB", "KB", "optional_series", "compare", "dearer", "verdict", "conjunction",
+           "over_budget", "out_of_time", "why_not", "COST_STOPS", "PAPER_TIME_LIMIT",
+           "step_state",
            "sums", "topology_size", "reach_topology", "density_topology", "sensor_topology",
            "DRED", "RELATIVE_EAGER", "RELATIVE_LAZY", "SET", "LAZY", "EAGER", "DERIVATION"]
 
@@ -191,7 +196,7 @@ def fmt(v, unit: str = "") -> str:
 def verdict(wins: int, total: int) -> str:
     """"reproduced" if the claimed relation held at all ``total`` points compared,
     "partially reproduced" at some, "not reproduced" at none, "not tested" if none could
-    be compared."""
+    be compared (nothing was measured that decides it)."""
     if total == 0:
         return NOT_TESTED
     if wins == total:
@@ -199,10 +204,63 @@ def verdict(wins: int, total: int) -> str:
     return PARTIAL if wins else NOT_REPRODUCED
 
 
+def conjunction(parts) -> str:
+    """The verdict of a claim made of several parts, each True (held), False (did not) or
+    None (not determined: nothing measured decides it). "reproduced" only if every part
+    held; "not tested" if no part could be decided."""
+    known = [p for p in parts if p is not None]
+    if not known:
+        return NOT_TESTED
+    if all(known):
+        return REPRODUCED if len(known) == len(parts) else PARTIAL
+    return PARTIAL if any(known) else NOT_REPRODUCED
+
+
+#: the stops that measure what a run costs: a series stopped by one of them, where another
+#: finished under the same budgets, costs more than that one. A refused run, one without
+#: quiescence (a correctness matter) or one that ended without saying why measures nothing.
+COST_STOPS = (STOP_TIME, STOP_MEMORY, STOP_DERIVATIONS)
+
+#: Liu et al. Sec. 7: a run that did not converge within 5 minutes "did not complete"
+PAPER_TIME_LIMIT = 300.0
+
+
+def over_budget(p) -> bool:
+    """``p`` (a :class:`~psn.experiment.table.Point`) did not finish, and every repetition
+    stopped on a budget of cost (:data:`COST_STOPS`): evidence that the series costs more
+    than one that finished there under the same budgets, and of nothing else."""
+    return (p is not None and not p.finished and bool(p.stops)
+            and all(k in COST_STOPS for k in p.stops))
+
+
+def out_of_time(p, cfg: Config, limit: float = PAPER_TIME_LIMIT) -> int:
+    """How many repetitions at ``p`` ran out of a time budget of at least ``limit``
+    seconds: evidence that the run does not finish within ``limit``. A stop on memory, on
+    another guard, or on a shorter time budget is not (the run may have finished within
+    ``limit``)."""
+    if p is None or cfg.time_budget < limit:
+        return 0
+    return sum(1 for k in p.stops if k == STOP_TIME)
+
+
+def why_not(p, cfg: Config | None = None, limit: float = PAPER_TIME_LIMIT) -> str:
+    """Why the unfinished point ``p`` decides nothing: what stopped it, and the time
+    budget when that was shorter than ``limit``."""
+    text = f"stopped by {p.stopped_by}" if p.stopped_by else "did not finish"
+    if cfg is not None and STOP_TIME in p.stops and cfg.time_budget < limit:
+        text += (f" (a time budget of {fmt(cfg.time_budget)} s, shorter than the paper's "
+                 f"{fmt(limit)} s)")
+    return text
+
+
 def compare(table: SummaryTable, cheap: str, dear: str, metrics, xs, phase: str = ""
              ) -> tuple[int, int, list[str]]:
-    """How often ``cheap`` is below ``dear`` (a point where ``dear`` did not finish and
-    ``cheap`` did counts as below); returns ``(wins, compared, evidence)``."""
+    """How often ``cheap`` is below ``dear``; returns ``(wins, compared, evidence)``.
+
+    A point where ``cheap`` finished and ``dear`` ran out of a budget of cost under the
+    same budgets (:func:`over_budget`) counts as below; one where ``dear`` stopped
+    otherwise (refused, no quiescence) decides nothing and is not compared.
+    """
     wins = total = 0
     notes = []
     for m in metrics:
@@ -210,11 +268,16 @@ def compare(table: SummaryTable, cheap: str, dear: str, metrics, xs, phase: str 
             a, b = table.get(cheap, x, m, phase), table.get(dear, x, m, phase)
             if a is None or b is None or not a.finished:
                 continue
-            total += 1
             if not b.finished:
-                wins += 1
-                notes.append(f"{m} at {x}: {fmt(a.mean)} vs did not finish")
+                if over_budget(b):
+                    total += 1
+                    wins += 1
+                    notes.append(f"{m} at {x}: {fmt(a.mean)} vs did not finish "
+                                 f"({b.stopped_by})")
+                else:
+                    notes.append(f"{m} at {x}: {fmt(a.mean)} vs not compared ({why_not(b)})")
                 continue
+            total += 1
             if a.mean < b.mean:
                 wins += 1
             notes.append(f"{m} at {x}: {fmt(a.mean)} vs {fmt(b.mean)}")
@@ -369,9 +432,14 @@ def sensor_topology(cfg: Config) -> tuple[str, tuple]:
                            ("size", 100.0))
 
 
-def dearer(table, a: str, b: str, metric: str, x, phase: str = "") -> bool:
-    """``a`` costs more than ``b`` at ``x`` (or did not finish where ``b`` did)."""
+def dearer(table, a: str, b: str, metric: str, x, phase: str = "") -> bool | None:
+    """Whether ``a`` costs more than ``b`` at ``x``: True if it does, or ran out of a
+    budget of cost where ``b`` finished (:func:`over_budget`); None if that is not
+    determined (either point is missing, ``b`` did not finish, or ``a`` stopped for
+    another reason)."""
     pa, pb = table.get(a, x, metric, phase), table.get(b, x, metric, phase)
     if pa is None or pb is None or not pb.finished:
-        return False
-    return not pa.finished or pa.mean > pb.mean
+        return None
+    if not pa.finished:
+        return True if over_budget(pa) else None
+    return pa.mean > pb.mean

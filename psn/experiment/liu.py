@@ -26,11 +26,13 @@ import math
 from dataclasses import replace
 
 from .base import (DERIVATION, DRED, EAGER, KB, LAZY, MB, NOT_REPRODUCED, NOT_TESTED,
-                   PARTIAL, RELATIVE_EAGER, RELATIVE_LAZY, REPRODUCED, SET, Claim,
-                   Experiment, Item, Metric, Panel, Series, compare, dearer,
-                   density_topology, fmt, optional_series, reach_topology, sensor_topology,
-                   step_state, sums, topology_size, verdict)
+                   PAPER_TIME_LIMIT, PARTIAL, RELATIVE_EAGER, RELATIVE_LAZY, REPRODUCED, SET,
+                   Claim, Experiment, Item, Metric, Panel, Series, compare, conjunction,
+                   dearer, density_topology, fmt, optional_series, out_of_time, over_budget,
+                   reach_topology, sensor_topology, step_state, sums, topology_size, verdict,
+                   why_not)
 from .runs import STATUS_OK
+from .table import STOP_TIME
 
 __all__ = ["InsertionFigure", "DeletionFigure", "RegionInsertions", "RegionDeletions",
            "ScalingInsertions", "ScalingDeletions", "Workers", "AggSel", "LIU_EXPERIMENTS"]
@@ -112,20 +114,24 @@ class InsertionFigure(Experiment):
                          "Lazy) is clearly the most efficient of the provenance schemes "
                          "(per-tuple provenance, communication, operator state).",
                          verdict(wins, total), "; ".join(ev) or "no other provenance scheme ran"))
-        dear = [x for x in xs if dearer(table, EAGER.label, LAZY.label, "comm_MB", x)]
+        dear = compared = 0
         shown = []
         for x in xs:
             a, b = table.get(EAGER.label, x, "comm_MB"), table.get(LAZY.label, x, "comm_MB")
-            if a and b and b.finished:
-                shown.append(f"{x:g}: {fmt(a.mean) + ' MB' if a.finished else 'did not finish'}"
-                             f" vs {fmt(b.mean)} MB")
-        compared = sum(1 for x in xs if (p := table.get(LAZY.label, x, "comm_MB")) and
-                       p.finished and table.get(EAGER.label, x, "comm_MB"))
+            if not (a and b and b.finished):
+                continue
+            costlier = dearer(table, EAGER.label, LAZY.label, "comm_MB", x)
+            if costlier is not None:
+                compared += 1
+                dear += costlier
+            got = (fmt(a.mean) + " MB" if a.finished else "did not finish"
+                   + ("" if costlier else f", not compared ({why_not(a)})"))
+            shown.append(f"{x:g}: {got} vs {fmt(b.mean)} MB")
         out.append(Claim(self.figure, "Eager propagation of absorption provenance (Absorption "
                          "Eager) is costly: it sends every new derivation of a tuple.",
-                         verdict(len(dear), compared),
+                         verdict(dear, compared),
                          "communication, Absorption Eager vs Absorption Lazy: "
-                         + "; ".join(shown)))
+                         + ("; ".join(shown) or "Absorption Lazy did not finish")))
         base = DRED if DRED.label in table.series() else SET
         w, t, notes = compare(table, base.label, LAZY.label,
                                ("comm_MB", "state_MB_per_node"), xs)
@@ -136,20 +142,34 @@ class InsertionFigure(Experiment):
                          verdict(w, t), f"{base.label} below Absorption Lazy at {w} of {t} "
                          f"points (communication, state): " + "; ".join(notes)))
         if RELATIVE_EAGER.label in table.series():
-            dnf = [x for x in xs if x >= 0.75 and (p := table.get(RELATIVE_EAGER.label, x,
-                                                                  "comm_MB")) and not p.finished]
-            high = [x for x in xs if x >= 0.75]
-            out.append(Claim(self.figure, "Relative Eager did not converge within 5 minutes "
-                             "for insertion ratios of 0.75 or higher.",
-                             verdict(len(dnf), len(high)),
-                             f"did not finish at {', '.join(map(fmt, dnf))}" if dnf else
-                             f"Relative Eager finished at every ratio ({', '.join(map(fmt, high))}"
-                             f") within the {fmt(cfg.time_budget)} s budget"))
+            out.append(self._relative_eager_claim(table, cfg, [x for x in xs if x >= 0.75]))
         else:
             out.append(Claim(self.figure, "Relative Eager did not converge within 5 minutes "
                              "for insertion ratios of 0.75 or higher.", NOT_TESTED,
                              "relative provenance is not implemented in PSN"))
         return out
+
+    def _relative_eager_claim(self, table, cfg, high) -> Claim:
+        """Relative Eager did not converge within 5 minutes at ratios of 0.75 and more:
+        only a run out of a time budget of at least 5 minutes shows it; one that finished
+        refutes it; any other stop decides nothing."""
+        held = against = 0
+        ev = []
+        for x in high:
+            p = table.get(RELATIVE_EAGER.label, x, "comm_MB")
+            if p is None:
+                continue
+            if p.finished:
+                against += 1
+                ev.append(f"{fmt(x)}: finished within the {fmt(cfg.time_budget)} s budget")
+            elif out_of_time(p, cfg) == p.n_dnf:
+                held += 1
+                ev.append(f"{fmt(x)}: did not finish within {fmt(cfg.time_budget)} s")
+            else:
+                ev.append(f"{fmt(x)}: not determined, {why_not(p, cfg)}")
+        return Claim(self.figure, "Relative Eager did not converge within 5 minutes for "
+                     "insertion ratios of 0.75 or higher.", verdict(held, held + against),
+                     "Relative Eager at " + ("; ".join(ev) or "no such ratio"))
 
     def notes(self, cfg):
         return [
@@ -282,11 +302,15 @@ class DeletionFigure(Experiment):
             a = table.get(DRED.label, "mean", m, "delete-mean")
             b = table.get(LAZY.label, "mean", m, "delete-mean")
             if a and b and b.finished:
+                if not a.finished and not over_budget(a):
+                    ev.append(f"{m}: DRed not compared ({why_not(a)})")
+                    continue
                 total += 1
                 ratio = a.mean / b.mean if a.finished else math.inf
                 wins += ratio >= 10
                 ev.append(f"{m}: DRed / Absorption Lazy = {fmt(ratio)}")
-        return Claim(self.figure, claim, verdict(wins, total), "; ".join(ev))
+        return Claim(self.figure, claim, verdict(wins, total),
+                     "; ".join(ev) or "Absorption Lazy did not finish")
 
     def _relative_claim(self, table) -> Claim:
         """Relative provenance: cheaper than DRed on a deletion, dearer than absorption."""
@@ -327,6 +351,8 @@ class DeletionFigure(Experiment):
                     a, b = table.get(LAZY.label, x, m, phase), table.get(other, x, m, phase)
                     if a is None or b is None or not a.finished:
                         continue
+                    if not b.finished and not over_budget(b):
+                        continue            # refused, or stopped for no cost: decides nothing
                     total += 1
                     if not b.finished or a.mean <= b.mean:
                         wins += 1
@@ -334,7 +360,8 @@ class DeletionFigure(Experiment):
                         what = "insertion" if phase == "insert" else "mean deletion"
                         shown.append(f"{m} ({what}) {fmt(a.mean)} vs {fmt(b.mean)}")
             ev.append(f"Absorption Lazy vs {other}: " + ("; ".join(shown) if shown else
-                                                        f"{other} did not finish"))
+                                                        f"{other} did not finish"
+                                                        if total else "nothing compared"))
         return Claim(self.figure, "Taking both insertions and deletions into account, "
                      "Absorption Lazy has the best mix of performance.",
                      verdict(wins, total), "; ".join(ev) or "no other series finished")
@@ -594,16 +621,26 @@ class ScalingInsertions(Experiment):
                  "seconds.")
         if eager is None or lazy is None:
             return Claim(self.figure, claim, NOT_TESTED, "no such points")
-        eager_dnf = not eager.finished or eager.n_dnf > 0
-        lazy_fast = lazy.finished and lazy.mean < 5.0
-        eager_got = (f"did not finish (stopped by {eager.stopped_by})" if not eager.finished
-                     else fmt(eager.mean) + " s" + (
-                         f" ({eager.n_dnf} of {eager.n_runs} did not finish)"
-                         if eager.n_dnf else ""))
+        # Eager Dense over 5 minutes: shown only by a run out of a time budget of at least
+        # 5 minutes, refuted by every run finishing, undecided by any other stop
+        timed = out_of_time(eager, cfg)
+        eager_slow = True if timed else False if not eager.n_dnf else None
+        # Lazy Dense under 5 s: a run out of its time budget (of 5 s or more) refutes it
+        lazy_fast = (lazy.mean < 5.0 if lazy.finished else
+                     False if cfg.time_budget >= 5.0 and lazy.stops
+                     and all(k == STOP_TIME for k in lazy.stops) else None)
+        eager_got = (fmt(eager.mean) + " s" if eager.finished else "did not finish") + (
+            f" ({eager.n_dnf} of {eager.n_runs} stopped by {eager.stopped_by})"
+            if eager.n_dnf else "")
+        if eager_slow is None:
+            eager_got += f": not determined, {why_not(eager, cfg)}"
+        lazy_got = (f"{fmt(lazy.mean)} s" if lazy.finished else
+                    "did not finish" + ("" if lazy_fast is False else
+                                        f": not determined, {why_not(lazy, cfg)}"))
         got = (f"{x} link tuples ({nodes} nodes): Eager Dense {eager_got}; "
-               f"Lazy Dense {fmt(lazy.mean) if lazy.finished else 'did not finish'} s wall "
+               f"Lazy Dense {lazy_got} wall "
                f"(this run's budget: {fmt(cfg.time_budget)} s per run, the paper's: 300 s)")
-        return Claim(self.figure, claim, verdict(eager_dnf + lazy_fast, 2), got)
+        return Claim(self.figure, claim, conjunction((eager_slow, lazy_fast)), got)
 
     def plan_points(self, cfg) -> list[dict]:
         out = []
@@ -660,11 +697,13 @@ class ScalingDeletions(ScalingInsertions):
                                                                               "comm_MB")
                 if not lazy or not eager or not lazy.finished:
                     continue
-                total += 1
-                wins += dearer(table, f"Eager {d}", f"Lazy {d}", "comm_MB", x)
-                shown.append(f"{d.lower()} {x}: eager "
-                             f"{fmt(eager.mean) if eager.finished else 'did not finish'} vs "
-                             f"lazy {fmt(lazy.mean)} MB")
+                costlier = dearer(table, f"Eager {d}", f"Lazy {d}", "comm_MB", x)
+                if costlier is not None:
+                    total += 1
+                    wins += costlier
+                got = (fmt(eager.mean) if eager.finished else "did not finish"
+                       + ("" if costlier else f", not compared ({why_not(eager)})"))
+                shown.append(f"{d.lower()} {x}: eager {got} vs lazy {fmt(lazy.mean)} MB")
         out[1] = Claim(self.figure, "Lazy propagation is cheaper than eager under deletions "
                        "too.", verdict(wins, total),
                        f"eager costlier (or unfinished) at {wins} of {total} points: "
@@ -882,24 +921,12 @@ class AggSel(Experiment):
                          "communication multi / single: " + "; ".join(
                              f"{d} {fmt(r)}" for d, r in ratios.items())
                          + " ('reproduced' needs at most 0.6)"))
-        off = table.get("No AggSel", "dense", "comm_MB")
-        dnf = off is not None and not off.finished
-        out.append(Claim(self.figure, "Without aggregate selection, the queries are "
-                         "prohibitively expensive and do not complete within 5 minutes on "
-                         "dense topologies.",
-                         REPRODUCED if dnf else (PARTIAL if off and off.n_dnf else
-                                                 NOT_REPRODUCED if off else NOT_TESTED),
-                         (f"No AggSel on the dense network: did not finish within its "
-                          f"budget ({fmt(cfg.time_budget)} s, "
-                          f"{fmt(cfg.memory_budget / 2**30)} GiB) in {off.n_dnf} of "
-                          f"{off.n_runs} runs, stopped by {off.stopped_by}"
-                          + (f" (finished ones: {fmt(off.mean)} MB)" if off.finished else "")
-                          if off else "no run")))
+        out.append(self._without_claim(table, cfg))
         gains = {}
         for d in ("dense", "sparse"):
             a, b = table.get("No AggSel", d, "comm_MB"), table.get("Single AggSel", d,
                                                                    "comm_MB")
-            if b and b.finished and a:
+            if b and b.finished and a and (a.finished or over_budget(a)):
                 gains[d] = (a.mean / b.mean) if a.finished else math.inf
         ok = ("dense" in gains and "sparse" in gains and gains["dense"] > gains["sparse"])
         out.append(Claim(self.figure, "Aggregate selections are most effective in dense "
@@ -910,6 +937,30 @@ class AggSel(Experiment):
                              f"{d} {'over budget' if math.isinf(g) else fmt(g) + 'x'}"
                              for d, g in gains.items())))
         return out
+
+    def _without_claim(self, table, cfg) -> Claim:
+        """No AggSel does not complete within 5 minutes on the dense network: shown by the
+        runs out of a time budget of at least 5 minutes, refuted by the runs that
+        finished; a run stopped otherwise (memory, a shorter budget) decides nothing."""
+        claim = ("Without aggregate selection, the queries are prohibitively expensive and "
+                 "do not complete within 5 minutes on dense topologies.")
+        off = table.get("No AggSel", "dense", "comm_MB")
+        if off is None:
+            return Claim(self.figure, claim, NOT_TESTED, "no run")
+        timed = out_of_time(off, cfg)
+        judged = off.n_ok + timed
+        result = (NOT_TESTED if not judged else REPRODUCED if timed == judged else
+                  PARTIAL if timed else NOT_REPRODUCED)
+        ev = (f"No AggSel on the dense network (budget {fmt(cfg.time_budget)} s, "
+              f"{fmt(cfg.memory_budget / 2**30)} GiB per run): finished in {off.n_ok} of "
+              f"{off.n_runs} runs" + (f" ({fmt(off.mean)} MB)" if off.finished else ""))
+        if off.n_dnf:
+            ev += f"; stopped by {off.stopped_by}"
+        if off.n_dnf > timed:
+            ev += (f"; {off.n_dnf - timed} of the stopped runs decide nothing "
+                   f"({why_not(off, cfg)}): only a run out of a time budget of at least "
+                   f"{fmt(PAPER_TIME_LIMIT)} s shows this claim")
+        return Claim(self.figure, claim, result, ev)
 
     def notes(self, cfg):
         return [

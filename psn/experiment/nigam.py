@@ -112,9 +112,12 @@ class Nigam(Experiment):
             return p.mean if p and p.finished else None
 
         have = self.schemes()[0]
-        safe_vals = [(s, e, d, share(s, e, d, "correct_pct")) for s in self.safe if s in have
-                     for e in exs for d in self.deliveries]
+        every = [(s, e, d, share(s, e, d, "correct_pct")) for s in self.safe if s in have
+                 for e in exs for d in self.deliveries]
+        # a combination none of whose runs got through a trial decides nothing
+        safe_vals = [v for v in every if v[3] is not None]
         perfect = [v for v in safe_vals if v[3] == 100.0]
+        undecided = len(every) - len(safe_vals)
         out.append(Claim(self.figure, "Derivation sets (Nigam Sec. 5) and absorption "
                          "provenance give the reference answer and terminate under every "
                          "delivery order, on every example.",
@@ -123,7 +126,9 @@ class Nigam(Experiment):
                          f"combinations correct in every trial"
                          + ("; not: " + ", ".join(f"{s}/{e}/{d} {fmt(v)}%" for s, e, d, v in
                                                   safe_vals if v != 100.0)
-                            if len(perfect) < len(safe_vals) else "")))
+                            if len(perfect) < len(safe_vals) else "")
+                         + (f"; {undecided} not determined (no trial finished)"
+                            if undecided else "")))
         out.append(self._unsafe_claim(
             table, have, "original", "fig6",
             "The original PSN (state updated when an update is queued) ends Fig. 6's run "
@@ -151,23 +156,34 @@ class Nigam(Experiment):
         """The claim about one unsafe scheme on one example: the outcome in ``metrics``
         happens in every order of ``deliveries`` (``any_order``: in at least one; a
         counterexample needs only one run), in every trial if ``all_of``; with
-        ``fifo_ok`` the scheme must also be correct in every FIFO trial."""
+        ``fifo_ok`` the scheme must also be correct in every FIFO trial. An order in which
+        no trial finished (every run stopped first) decides nothing either way."""
         if scheme not in have:
             return Claim(self.figure, claim, NOT_TESTED,
                          f"annotation scheme '{scheme}' is not registered")
         label = self.labels[scheme]
         seen = []
+        shown = []
         for d in deliveries:
-            vals = [table.get(label, d, m, ex) for m in metrics]
-            v = sum(p.mean for p in vals if p and p.finished)
+            vals = [p for p in (table.get(label, d, m, ex) for m in metrics)
+                    if p and p.finished]
+            if not vals:            # no trial of this order finished: it decides nothing
+                shown.append(f"{d}: not determined (no trial finished)")
+                continue
+            v = sum(p.mean for p in vals)
             seen.append((d, v))
+            shown.append(f"{d}: {fmt(v)}% of trials")
         hits = sum(1 for _, v in seen if (v == 100.0 if all_of else v > 0))
-        ev = "; ".join(f"{d}: {fmt(v)}% of trials" for d, v in seen)
-        ev = f"{label} on '{ex}', {' + '.join(metrics)}: {ev}"
+        ev = f"{label} on '{ex}', {' + '.join(metrics)}: {'; '.join(shown)}"
+        if not seen:
+            return Claim(self.figure, claim, NOT_TESTED, ev)
+        # an order no trial of which finished counts neither way
+        complete = len(seen) == len(deliveries)
         if any_order:
-            result = REPRODUCED if hits else NOT_REPRODUCED
+            result = REPRODUCED if hits else NOT_REPRODUCED if complete else NOT_TESTED
         else:
-            result = REPRODUCED if hits == len(seen) else PARTIAL if hits else NOT_REPRODUCED
+            result = (REPRODUCED if hits == len(deliveries) else PARTIAL if hits else
+                      NOT_REPRODUCED)
         if fifo_ok:
             p = table.get(label, "fifo", "correct_pct", ex)
             fifo = p.mean if p and p.finished else None

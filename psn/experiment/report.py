@@ -32,7 +32,7 @@ from ndlog.text import count_noun
 from .figures import NOT_TESTED, Config, Experiment, Item, fmt
 from .plots import draw_panel
 from .runs import STATUS_OK, code_version, machine_info
-from .table import ROW_FIELDS, SUMMARY_FIELDS, SummaryTable, is_number
+from .table import ROW_FIELDS, SUMMARY_FIELDS, SummaryTable, is_number, stop_kind
 
 __all__ = ["ExperimentResult", "write_experiment", "write_index"]
 
@@ -58,6 +58,21 @@ class ExperimentResult:
         for c in self.claims:
             out[c.verdict] = out.get(c.verdict, 0) + 1
         return out
+
+    @property
+    def measured(self) -> int:
+        """How many points (rows) some run got to: 0 when every run stopped before its
+        first measurement, so that no claim could be judged."""
+        return sum(1 for r in self.table.rows if r["status"] == STATUS_OK)
+
+    def stopped_by(self) -> str:
+        """What stopped the runs that did not finish: ``"the memory budget in 7"``."""
+        counts: dict[str, int] = {}
+        for r in self.records:
+            if r.get("status") != STATUS_OK:
+                kind = stop_kind(r)
+                counts[kind] = counts.get(kind, 0) + 1
+        return ", ".join(f"the {k} in {n}" for k, n in sorted(counts.items()))
 
 
 def _write(path: Path, text: str) -> None:
@@ -158,8 +173,12 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               *(f"- PSN: {t}" for t in _settings(records)), ""]
     for n in exp.notes(cfg):
         lines.append(f"- {n}")
-    lines += ["", "## The paper's claims and what PSN measures", "",
-              "| # | Claim (paraphrase) | Verdict | Measured |", "|---|---|---|---|"]
+    lines += ["", "## The paper's claims and what PSN measures", ""]
+    if not any(r["status"] == STATUS_OK for r in table.rows):
+        lines += ["**Nothing was measured**: every run stopped before its first point (see "
+                  "\"Runs that did not finish\"), so no claim could be judged; a run stopped "
+                  "by a budget is evidence only where that stop is what a claim is about.", ""]
+    lines += ["| # | Claim (paraphrase) | Verdict | Measured |", "|---|---|---|---|"]
     for i, c in enumerate(claims, 1):
         lines.append(f"| {i} | {_cell(c.claim)} ({c.figure}) | **{c.verdict}** | "
                      f"{_cell(c.evidence)} |")

@@ -13,13 +13,27 @@ Deliberately not here: making rows (the experiments), drawing, writing files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
-from .runs import STATUS_OK
+from .runs import STATUS_OK, STATUS_REFUSED
 from .stats import summarize
 
-__all__ = ["Point", "SummaryTable", "SUMMARY_FIELDS", "ROW_FIELDS", "is_number"]
+__all__ = ["Point", "SummaryTable", "SUMMARY_FIELDS", "ROW_FIELDS", "is_number", "stop_kind",
+           "STOP_TIME", "STOP_MEMORY", "STOP_DERIVATIONS", "STOP_QUIESCENCE", "STOP_REFUSED",
+           "STOP_UNKNOWN"]
+
+#: what stopped a run that did not finish: the start of the reason
+#: :mod:`psn.experiment.runs` records, before its colon ...
+STOP_TIME = "time budget"
+STOP_MEMORY = "memory budget"
+STOP_DERIVATIONS = "derivation budget"
+STOP_QUIESCENCE = "no quiescence"
+#: ... or the engine refused the run, or the row does not say (a run that ended without
+#: an error before the point)
+STOP_REFUSED = "refused"
+STOP_UNKNOWN = "unknown"
+_STOPS = (STOP_TIME, STOP_MEMORY, STOP_DERIVATIONS, STOP_QUIESCENCE)
 
 #: the identifying columns of every raw row, before the metric columns
 ROW_FIELDS = ("experiment", "series", "x", "phase", "rep", "seed", "status", "reason",
@@ -28,6 +42,14 @@ ROW_FIELDS = ("experiment", "series", "x", "phase", "rep", "seed", "status", "re
 #: the columns of ``summary.csv``
 SUMMARY_FIELDS = ("experiment", "series", "x", "phase", "metric", "n_runs", "n_ok", "n_dnf",
                   "mean", "ci_low", "ci_high", "ci_half", "sd", "status")
+
+
+def stop_kind(row: dict) -> str:
+    """What stopped the repetition of an unfinished ``row``: one of the ``STOP_*`` names."""
+    if row.get("status") == STATUS_REFUSED:
+        return STOP_REFUSED
+    kind = str(row.get("reason") or "").split(":", 1)[0].strip()
+    return kind if kind in _STOPS else STOP_UNKNOWN
 
 
 def is_number(v) -> bool:
@@ -41,7 +63,7 @@ class Point:
 
     ``values`` are the finished repetitions' values; ``n_dnf`` counts the repetitions that
     did not finish (or were refused) at this point; ``reasons`` says why, one per such
-    repetition.
+    repetition, and ``stops`` what stopped each (:func:`stop_kind`).
     """
 
     series: str
@@ -52,6 +74,7 @@ class Point:
     n_runs: int
     n_dnf: int
     reasons: list
+    stops: list = field(default_factory=list)
 
     def __post_init__(self):
         self.summary = summarize(self.values)
@@ -128,7 +151,8 @@ class SummaryTable:
                     continue        # a metric this point does not have
                 self.points[(series, x, phase, m)] = Point(
                     series, x, phase, m, ok, len(rs), len(dnf),
-                    sorted(r.get("reason") or r["status"] for r in dnf))
+                    sorted(r.get("reason") or r["status"] for r in dnf),
+                    sorted(stop_kind(r) for r in dnf))
 
     def get(self, series: str, x, metric: str, phase: str = "") -> Point | None:
         return self.points.get((series, x, phase, metric))
