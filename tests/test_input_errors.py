@@ -545,7 +545,7 @@ def test_a_burst_past_a_table_size_is_refused_whole_and_loses_nothing(annotation
 
 @pytest.mark.parametrize("options,message", [
     (["--topology-option", "rows=x", "--topology-option", "cols=3"],
-     "error: bad --topology-option for 'grid': rows=x is not a number"),
+     "error: topology grid: option rows must be a finite whole number, not 'x'"),
     (["--topology-option", "rows=3", "--topology-option", "cols=3",
       "--workload", "all; delete-links:x"],
      "error: bad workload phase 'delete-links:x' in 'all; delete-links:x': 'x' is not a whole "

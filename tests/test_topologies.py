@@ -392,3 +392,50 @@ def test_a_topology_latency_past_the_bound_is_refused_before_the_run(capsys):
                      "--topology-option", "latency=1e308"]) == 2
     assert "--topology-option latency (ms) must be at most 1e+09, got 1e+308" in \
         capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- option checks
+
+@pytest.mark.parametrize("name, option, what", [
+    ("dense", "nodes=nan", "option nodes must be a finite whole number, not nan"),
+    ("dense", "nodes=1e400", "option nodes must be a finite whole number, not inf"),
+    ("sensor-grid", "sensors=1e400", "option sensors must be a finite whole number, not inf"),
+    ("dense", "nodes=150.7", "option nodes must be a whole number, not 150.7"),
+    ("ring", "n=3.5", "option n must be a whole number, not 3.5"),
+    ("liu-dense", "nodes=inf", "option nodes must be a finite whole number, not inf"),
+    ("random", "p=nan", "option p must be a finite number, not nan"),
+    ("sensor-grid", "radius=nan", "option radius must be a finite number, not nan"),
+    ("dense", "quirks=maybe", "option quirks is yes or no, not 'maybe'"),
+])
+def test_a_bad_topology_option_value_is_refused_naming_it(capsys, name, option, what):
+    """nan and 1e400 ended in a ValueError or OverflowError traceback, 150.7 was truncated,
+    3.5 failed with "'float' object cannot be interpreted as an integer", and
+    quirks=maybe was taken as true."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", name,
+                     "--topology-option", option]) == 2
+    out = capsys.readouterr()
+    assert f"error: topology {name}: {what}" in out.err
+    assert "Traceback" not in out.err and out.out == ""
+
+
+def test_topology_options_are_normalized_once_for_every_generator():
+    """A whole float is a count (nodes=1e3), yes/no words are booleans; make() checks the
+    options of every generator with the one helper."""
+    assert topologies.make("ring", n=6.0) == topologies.ring(6)
+    assert topologies.check_options("dense", {"nodes": 1e3, "quirks": "No"}) == \
+        {"nodes": 1000, "quirks": False}
+    for name, options in (("line", {"n": 2.5}), ("grid", {"rows": float("inf")}),
+                          ("random", {"n": 5, "m": 2.5}), ("sensor-grid", {"size": 0}),
+                          ("sensor-grid", {"seeds": True}), ("random", {"n": 5, "p": 1.5}),
+                          ("random", {"n": 5, "p": 0.5, "connected": "perhaps"})):
+        with pytest.raises(InputError, match=f"topology {name}: option"):
+            topologies.make(name, **options)
+
+
+def test_ring_hint_names_the_rings_own_options(capsys):
+    """n=abc on a ring suggested --topology-option nodes=300, which a ring does not take."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", "ring",
+                     "--topology-option", "n=abc"]) == 2
+    err = capsys.readouterr().err
+    assert "topology ring: option n must be a finite whole number, not 'abc'" in err
+    assert "n=10" in err and "nodes=" not in err

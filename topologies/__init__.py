@@ -19,6 +19,7 @@ from ndlog.parser import read_text
 from ndlog.text import format_bytes
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
+from .checks import check_options
 from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
 from .gtitm import (TS100, GeoParams, TSParams, format_spec, generate, generate_many,
                     parse_spec, read_spec, ts_variant)
@@ -34,7 +35,7 @@ __all__ = [
     "read_alt", "parse_alt", "write_alt", "format_alt",
     "read_json", "write_json", "to_json", "from_json",
     "sensor_grid", "ring", "line", "grid", "random_graph",
-    "make", "load", "save", "NAMES", "options_of", "estimate_bytes", "check_size",
+    "make", "load", "save", "NAMES", "options_of", "check_options", "estimate_bytes", "check_size",
     "BYTES_PER_ELEMENT", "LIU_PRESETS", "liu_params", "liu_topology",
 ]
 
@@ -171,14 +172,17 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
     Raises
     ------
     InputError
-        For an unknown name, or an option the name does not take (naming it and listing
-        the ones it takes).
+        For an unknown name, an option the name does not take (naming it and listing
+        the ones it takes), or a value of the wrong kind or out of range
+        (:func:`~topologies.checks.check_options`: ``n=3.5``, ``nodes=nan``,
+        ``quirks=maybe``).
     """
     valid = options_of(name)
     unknown = [key for key in options if key not in valid]
     if unknown:
         raise InputError(f"topology {name!r} has no option {unknown[0]!r}",
                          hint=f"the options of {name} are {', '.join(valid)}")
+    options = check_options(name, options)
     if name in ("ts100", "gtitm"):
         params = options.pop("params", None)
         spec = options.pop("spec", None)

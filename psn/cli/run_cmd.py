@@ -190,9 +190,10 @@ def _topology(args):
     except TypeError as exc:
         words = [f"{k}={v}" for k, v in opts.items() if isinstance(v, str)]
         if words:                           # a number option given a word: say so
+            example = _OPTION_EXAMPLES.get(name, f"--topology-option {valid[0]}=N")
             raise InputError(f"bad --topology-option for {name!r}: "
                              f"{', '.join(words)} is not a number",
-                             hint="give a number, e.g. --topology-option nodes=300") from None
+                             hint=f"give a number, e.g. {example}") from None
         raise InputError(f"bad --topology-option for {name!r}: {exc}") from None
     except InputError as exc:
         if exc.hint is not None or exc.span is not None:   # says enough, or where

@@ -1,0 +1,105 @@
+"""The kinds and ranges of the generators' options, checked in one place.
+
+Role: :func:`check_options` is what :func:`topologies.make` (and so ``psn run --topology``
+and ``psn topology``) runs on every option before a generator sees it: a whole number for
+a count (``150.7`` is refused rather than truncated), a finite number for a size or a
+probability (``nan`` and ``inf`` are refused rather than making an empty or endless graph),
+a recognised spelling for a yes/no option. The generators keep the checks that depend on
+the generator (a ring needs 3 nodes, a line 1).
+
+Deliberately not here: building anything, and option names (:func:`topologies.options_of`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ndlog.errors import InputError
+
+__all__ = ["OPTION_KINDS", "BOOLEAN_WORDS", "check_options", "check_option"]
+
+#: ``option -> (kind, lowest, highest)``; the kind is ``int``, ``float``, ``bool`` or
+#: ``str``, and ``None`` is no bound. Options not listed (``params``, ``latencies``) are
+#: values no command line gives, passed on as they are.
+OPTION_KINDS = {
+    "n": (int, 1, None), "nodes": (int, 1, None), "sensors": (int, 1, None),
+    "rows": (int, 1, None), "cols": (int, 1, None),
+    "seeds": (int, 0, None), "m": (int, 0, None), "sink": (int, 0, None),
+    "size": (float, 0, None), "radius": (float, 0, None),
+    "latency": (float, 0, None), "p": (float, 0, 1),
+    "quirks": (bool, None, None), "connected": (bool, None, None),
+    "placement": (str, None, None), "spec": (str, None, None),
+}
+
+#: the spellings a yes/no option takes (any case)
+BOOLEAN_WORDS = {"true": True, "yes": True, "on": True, "1": True,
+                 "false": False, "no": False, "off": False, "0": False}
+
+#: options whose lowest value is excluded (a size or radius of 0 makes no area)
+_ABOVE = frozenset({"size", "radius"})
+
+
+def check_options(name: str, options: dict) -> dict:
+    """``options`` of the topology ``name``, each checked by :func:`check_option`.
+
+    Returns
+    -------
+    dict
+        The options with whole floats made ``int`` (``nodes=1e3`` is 1000) and yes/no
+        words made ``bool``.
+
+    Raises
+    ------
+    InputError
+        For the first option of the wrong kind or out of range, naming it and its value.
+    """
+    return {key: check_option(name, key, value) for key, value in options.items()}
+
+
+def check_option(name: str, key: str, value):
+    """``value`` of option ``key`` of the topology ``name``, checked and normalized (see
+    :func:`check_options`); a ``None`` value (the generator's default) passes."""
+    if key not in OPTION_KINDS or value is None:
+        return value
+    kind, low, high = OPTION_KINDS[key]
+    what = f"topology {name}: option {key}"
+    shown = _shown(value)
+    if kind is bool:
+        word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        if isinstance(value, bool):
+            return value
+        if word in BOOLEAN_WORDS:
+            return BOOLEAN_WORDS[word]
+        raise InputError(f"{what} is yes or no, not {shown}",
+                         hint=f"give {key}=true or {key}=false")
+    if kind is str:
+        if not isinstance(value, str):
+            raise InputError(f"{what} is a word, not {shown}")
+        return value
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or isinstance(value, float) and not math.isfinite(value):
+        noun = "a finite whole number" if kind is int else "a finite number"
+        raise InputError(f"{what} must be {noun}, not {shown}",
+                         hint=f"give {noun}, e.g. {key}={_example(key)}")
+    if kind is int:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise InputError(f"{what} must be a whole number, not {shown}",
+                                 hint=f"give a whole number, e.g. {key}={round(value)}")
+            value = int(value)
+    if low is not None and (value <= low if key in _ABOVE else value < low):
+        bound = f"> {low:g}" if key in _ABOVE else f">= {low:g}"
+        raise InputError(f"{what} must be {bound}, not {shown}")
+    if high is not None and value > high:
+        raise InputError(f"{what} must be at most {high:g}, not {shown}")
+    return value
+
+
+def _example(key: str) -> str:
+    return {"p": "0.2", "size": "100", "radius": "20", "latency": "1", "nodes": "300",
+            "sensors": "100", "seeds": "5", "m": "40", "n": "10"}.get(key, "4")
+
+
+def _shown(value) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
