@@ -432,6 +432,18 @@ def test_topology_options_are_normalized_once_for_every_generator():
             topologies.make(name, **options)
 
 
+@pytest.mark.parametrize("argv, what", [
+    (["--radius", "nan"], "option radius must be a finite number, not nan"),
+    (["--size", "inf"], "option size must be a finite number, not inf"),
+    (["--size", "-1"], "option size must be > 0, not -1.0"),
+])
+def test_sensor_grid_cli_refuses_a_non_finite_size_or_radius(capsys, argv, what):
+    """--radius nan made a grid of 0 links ("radius nan m"), --size inf one of 0 links."""
+    assert psn_main(["topology", "sensor-grid", *argv]) == 2
+    out = capsys.readouterr()
+    assert what in out.err and out.out == ""
+
+
 def test_ring_hint_names_the_rings_own_options(capsys):
     """n=abc on a ring suggested --topology-option nodes=300, which a ring does not take."""
     assert psn_main(["run", "examples/reachable.ndl", "--topology", "ring",
@@ -439,3 +451,21 @@ def test_ring_hint_names_the_rings_own_options(capsys):
     err = capsys.readouterr().err
     assert "topology ring: option n must be a finite whole number, not 'abc'" in err
     assert "n=10" in err and "nodes=" not in err
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["--nodes", "200", "--domains", "3"], "give --nodes or --domains, not both"),
+    (["--nodes", "200", "--stub-nodes", "5"], "give --nodes or --stub-nodes, not both"),
+    (["--nodes", "0"], "--nodes takes a number >= 1, not 0"),
+    (["--nodes", "-3"], "--nodes takes a number >= 1, not -3"),
+    (["--domains", "0"], "--domains takes a number >= 1, not 0"),
+    (["--stub-nodes", "0"], "--stub-nodes takes a number >= 1, not 0"),
+    (["--extra-ss", "-1"], "--extra-ss takes a number >= 0, not -1"),
+])
+def test_gtitm_cli_refuses_conflicting_or_non_positive_counts(capsys, argv, what):
+    """--nodes 200 --domains 3 made 300 nodes without a word, --nodes 0 made ts100 without
+    the note --nodes 50 prints, and --domains 0 was refused as "bad n parameter 0 (top
+    level)", which names no option."""
+    assert psn_main(["topology", "gtitm", *argv]) == 2
+    out = capsys.readouterr()
+    assert f"error: {what}" in out.err and out.out == ""

@@ -63,7 +63,8 @@ def register(subparsers) -> None:
     g.add_argument("--nodes", type=int,
                    help="use the dense/sparse variant with about this many nodes: it grows "
                         "by transit domains of 100 nodes, so N is rounded to the nearest "
-                        "multiple of 100, at least 100 (the output says so)")
+                        "multiple of 100, at least 100 (the output says so); not with "
+                        "--spec, --domains, --transit, --stubs, --stub-nodes or --extra-*")
     g.add_argument("--density", choices=("sparse", "dense"), default=None,
                    help="with --nodes: about 1.8 (sparse, the default) or 4 (dense) links "
                         "per node")
@@ -132,14 +133,22 @@ def _gtitm(args) -> int:
     from ndlog.errors import InputError
     from topologies.gtitm import generate_many
 
-    if args.spec and args.nodes:
+    _check_gtitm_counts(args)
+    if args.spec and args.nodes is not None:
         raise InputError("give --spec or --nodes, not both")
-    if args.density is not None and not args.nodes:
+    shape = [flag for flag, dest in _SHAPE if getattr(args, dest) is not None]
+    if args.nodes is not None and shape:
+        raise InputError(f"give --nodes or {shape[0]}, not both: --nodes {args.nodes} picks "
+                         f"the {args.density or 'sparse'} variant's shape, and {shape[0]} "
+                         f"would change it (and its node count)",
+                         hint=f"leave out --nodes to shape the graph with {shape[0]}, or "
+                              f"leave out {shape[0]} for about {args.nodes} nodes")
+    if args.density is not None and args.nodes is None:
         raise InputError(f"--density {args.density} applies to the variant of --nodes N",
                          hint=f"add --nodes N, e.g. --nodes 1000 --density {args.density}")
     if args.count is not None and args.count < 1:
         raise InputError(f"--count takes a number of graphs >= 1, not {args.count}")
-    if args.nodes:
+    if args.nodes is not None:
         from engine.guards import default_memory_limit
         topologies.check_size(args.density or "sparse", default_memory_limit(), hint=_SMALLER,
                               nodes=args.nodes)
@@ -159,9 +168,7 @@ def _gtitm(args) -> int:
     seed = args.seed if args.seed is not None else (params.seed or 0)
     topos = generate_many(params, count, seed, quirks=not args.no_quirks,
                           latencies=_latencies(args) or None)
-    reshaped = any(v is not None for v in (args.domains, args.transit, args.stubs,
-                                            args.stub_nodes))
-    if args.nodes and not reshaped and topos[0].n != args.nodes:
+    if args.nodes is not None and topos[0].n != args.nodes:
         print(f"note: --nodes {args.nodes} made {topos[0].n} nodes: the {args.density or 'sparse'}"
               f" variant grows by transit domains of 100 nodes (--nodes is rounded to the "
               f"nearest multiple of 100, at least 100)")
@@ -177,14 +184,36 @@ def _gtitm(args) -> int:
     return 0
 
 
+#: the options of ``psn topology gtitm`` that shape the graph, as ``(flag, dest)``
+_SHAPE = (("--domains", "domains"), ("--transit", "transit"), ("--stubs", "stubs"),
+          ("--stub-nodes", "stub_nodes"), ("--extra-ts", "extra_ts"),
+          ("--extra-ss", "extra_ss"))
+
+#: the least value of each count of ``psn topology gtitm``, as ``(flag, dest, least)``
+_COUNTS = (("--nodes", "nodes", 1), ("--domains", "domains", 1), ("--transit", "transit", 1),
+           ("--stubs", "stubs", 0), ("--stub-nodes", "stub_nodes", 1),
+           ("--extra-ts", "extra_ts", 0), ("--extra-ss", "extra_ss", 0))
+
+
+def _check_gtitm_counts(args) -> None:
+    """Refuse a count of ``psn topology gtitm`` below its least value, naming the flag
+    (``--nodes 0`` made ``ts100`` without a word, ``--domains 0`` was refused as a spec
+    file's "bad n parameter")."""
+    from ndlog.errors import InputError
+    for flag, dest, least in _COUNTS:
+        value = getattr(args, dest)
+        if value is not None and value < least:
+            raise InputError(f"{flag} takes a number >= {least}, not {value}")
+
+
 def _sensor(args) -> int:
     import topologies
     from engine.guards import default_memory_limit
     topologies.check_size("sensor-grid", default_memory_limit(), hint=_SMALLER,
                           sensors=args.sensors)
-    topo = topologies.sensor_grid(args.sensors, args.size, args.radius, args.seeds,
-                                  args.seed, placement="random" if args.random else "grid",
-                                  sink=args.sink)
+    topo = topologies.make("sensor-grid", args.seed, sensors=args.sensors, size=args.size,
+                           radius=args.radius, seeds=args.seeds, sink=args.sink,
+                           placement="random" if args.random else "grid")
     _emit(topo, args.output)
     return 0
 
@@ -199,10 +228,10 @@ def _simple(args) -> int:
     if args.kind in ("ring", "line"):
         topo = topologies.make(args.kind, n=args.nodes)
     elif args.kind == "grid":
-        topo = topologies.grid(args.rows, args.cols)
+        topo = topologies.make("grid", rows=args.rows, cols=args.cols)
     else:
-        topo = topologies.random_graph(args.nodes, args.links, args.p, args.seed,
-                                       connected=args.connected)
+        topo = topologies.make("random", args.seed, n=args.nodes, m=args.links, p=args.p,
+                               connected=args.connected)
     _emit(topo, args.output)
     return 0
 
