@@ -207,6 +207,9 @@ def _period(text: str) -> float | None:
         seconds = parse_duration(text)
     except ValueError:
         return None
+    if not math.isfinite(seconds):
+        raise InputError(f"ship (--ship) eager:T takes a finite period, not {text.strip()!r}",
+                         hint="give a period such as eager:1s or eager:500ms")
     return seconds if seconds > 0 else None
 
 

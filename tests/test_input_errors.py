@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,8 @@ from ndlog.parser import MAX_NESTING, FactShapes, load, parse_facts
 from psn.verify.counterexample import Counterexample
 
 from test_checks import REACHABLE
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 ARITIES = {"link": 3, "reachable": 2}
 LOCATIONS = {"link": 0, "reachable": 0}
@@ -730,3 +733,13 @@ def test_simulation_refuses_a_topology_or_workload_of_the_wrong_kind(tmp_path):
                                          "got int 5"):
         sim.run_workload(5)
     assert sim.steps == []
+
+
+@pytest.mark.parametrize("ship", ["eager:1e400s", "eager:nanms", "eager:-infs"])
+def test_a_ship_period_that_is_not_finite_is_refused(ship, capsys):
+    """--ship eager:1e400s was taken, and the run reported its MinShip as "eager:infs"."""
+    from psn.cli import main
+    assert main(["run", str(EXAMPLES / "reachable.ndl"), "--ship", ship]) == 2
+    out = capsys.readouterr()
+    assert f"eager:T takes a finite period, not '{ship[6:]}'" in out.err
+    assert "Traceback" not in out.err and out.out == ""
