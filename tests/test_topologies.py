@@ -212,8 +212,28 @@ def test_bad_json(tmp_path):
     with pytest.raises(InputError, match="not a PSN topology"):
         topologies.read_json(path)
     path.write_text('{"format": "psn-topology", "nodes": [{"id": 0}], "links": [{"u": 0}]}')
-    with pytest.raises(InputError, match="malformed"):
+    with pytest.raises(InputError, match='entry 0 of "links" has no "v" field'):
         topologies.read_json(path)
+
+
+@pytest.mark.parametrize("body, what", [
+    ('"nodes": [{"id": 0}, {"id": 1}], "links": [{"u": 0, "v": 1}]',
+     'entry 0 of "links" has no "latency" field'),
+    ('"nodes": [{"id": 0}, {"name": "x"}], "links": []', 'entry 1 of "nodes" has no "id" field'),
+    ('"nodes": [{"id": 0}, {"id": 1}], "links": [{"u": 0, "v": "b", "latency": 1}]',
+     'entry 0 of "links": field "v" is not a node id, but \'b\''),
+    ('"nodes": 3, "links": []', '"nodes" must be a list, not a JSON number'),
+    ('"nodes": [{"id": 0}, 7], "links": []', 'entry 1 of "nodes" must be an object'),
+    ('"nodes": [{"id": 0}]', 'the topology has no "links" list'),
+])
+def test_a_json_topology_entry_with_a_missing_field_names_the_entry_and_field(
+        tmp_path, capsys, body, what):
+    """A link without a latency was "malformed topology entry (KeyError: 'latency')"."""
+    path = tmp_path / "t.json"
+    path.write_text('{"format": "psn-topology", ' + body + '}')
+    assert psn_main(["topology", "info", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}: {what}" in err and "KeyError" not in err
 
 
 @pytest.mark.parametrize("text, what", [

@@ -73,23 +73,64 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
     if data.get("format") != FORMAT:
         raise InputError(f"{where}not a PSN topology (expected \"format\": \"{FORMAT}\")")
     try:
-        nodes = tuple(Node(int(d["id"]), str(d.get("name", d["id"])), d.get("kind", "node"),
+        nodes = tuple(Node(_whole(d, "id", f'entry {i} of "nodes"'), str(d.get("name", d["id"])),
+                           d.get("kind", "node"),
                            tuple(d["pos"]) if d.get("pos") is not None else None,
                            d.get("domain"),
                            tuple(d["stub"]) if d.get("stub") is not None else None)
-                      for d in data["nodes"])
-        links = tuple(Link(int(d["u"]), int(d["v"]), d["latency"], d.get("cls", "LL"),
-                           d.get("length"), d.get("weight"))
-                      for d in data["links"])
+                      for i, d in enumerate(_entries(data, "nodes", ("id",))))
+        links = tuple(Link(_whole(d, "u", f'entry {i} of "links"'),
+                           _whole(d, "v", f'entry {i} of "links"'), d["latency"],
+                           d.get("cls", "LL"), d.get("length"), d.get("weight"))
+                      for i, d in enumerate(_entries(data, "links", ("u", "v", "latency"))))
         return Topology(nodes, links, kind=data.get("kind", "graph"),
                         name=data.get("name", ""), meta=data.get("meta", {}),
                         seeds=tuple(data.get("seeds", ())), sink=data.get("sink"),
                         radius=data.get("radius"))
     except InputError as exc:
-        raise InputError(f"{where}{exc.message}") from None
+        raise InputError(f"{where}{exc.message}", hint=exc.hint) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}malformed topology entry ({type(exc).__name__}: {exc})") \
             from None
+
+
+def _entries(data: dict, key: str, required: tuple[str, ...]) -> list[dict]:
+    """``data[key]``, a list of objects each holding the ``required`` fields.
+
+    Raises
+    ------
+    InputError
+        Naming the list, the entry's index and the missing field.
+    """
+    if key not in data:
+        raise InputError(f'the topology has no "{key}" list',
+                         hint="write one with psn topology ... --output FILE.json")
+    entries = data[key]
+    if not isinstance(entries, list):
+        raise InputError(f'"{key}" must be a list, not a JSON {_json_kind(entries)}')
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise InputError(f'entry {i} of "{key}" must be an object, not a JSON '
+                             f"{_json_kind(entry)}")
+        missing = [f for f in required if f not in entry]
+        if missing:
+            fields = ", ".join(f'"{f}"' for f in required)
+            raise InputError(f'entry {i} of "{key}" has no "{missing[0]}" field',
+                             hint=f'each entry of "{key}" needs {fields}')
+    return entries
+
+
+def _whole(entry: dict, field: str, what: str) -> int:
+    """``entry[field]`` as a node id, or an :class:`InputError` naming ``what`` (the
+    entry) and the field."""
+    value = entry[field]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f'{what}: field "{field}" is not a node id, but {value!r}')
+    return value
 
 
 def _json_kind(data) -> str:
