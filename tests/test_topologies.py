@@ -489,3 +489,18 @@ def test_gtitm_cli_refuses_conflicting_or_non_positive_counts(capsys, argv, what
     assert psn_main(["topology", "gtitm", *argv]) == 2
     out = capsys.readouterr()
     assert f"error: {what}" in out.err and out.out == ""
+
+
+def test_a_sensor_grid_is_not_written_as_alt_which_would_drop_its_seeds(tmp_path, capsys):
+    """-o sg.alt wrote alt, dropping the seeds and sink, and topology info then called the
+    file 'gtitm: ...'."""
+    out = tmp_path / "sg.alt"
+    assert psn_main(["topology", "sensor-grid", "-o", str(out)]) == 2
+    got = capsys.readouterr()
+    assert "the alt format has no place for its seeds, sink and radius" in got.err
+    assert f"hint: write it as JSON: {tmp_path / 'sg.json'}" in got.err
+    assert got.out == "" and not out.exists()
+    with pytest.raises(InputError, match="alt format has no place"):
+        topologies.save(topologies.sensor_grid(), out)
+    topologies.save(topologies.ring(4), out)            # a plain graph: alt holds it all
+    assert topologies.load(out).n == 4

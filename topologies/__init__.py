@@ -219,8 +219,19 @@ def load(path: str | Path, **options) -> Topology:
 
 
 def save(topo: Topology, path: str | Path) -> None:
-    """Write ``topo``: ``alt`` for ``.alt`` files, JSON otherwise."""
+    """Write ``topo``: ``alt`` for ``.alt`` files, JSON otherwise.
+
+    Raises
+    ------
+    InputError
+        For a sensor grid (seeds, sink, radius) to an ``.alt`` file: the format cannot
+        hold them, and the grid read back would be a plain graph.
+    """
     if str(path).endswith(".alt"):
+        if topo.seeds or topo.sink is not None or topo.radius is not None:
+            raise InputError(f"cannot write the {topo.kind} to {path}: the alt format has "
+                             f"no place for its seeds, sink and radius",
+                             hint=f"write it as JSON: {Path(path).with_suffix('.json')}")
         write_alt(topo, path)
     else:
         write_json(topo, path)

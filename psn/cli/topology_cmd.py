@@ -87,7 +87,8 @@ def register(subparsers) -> None:
     s.add_argument("--random", action="store_true", help="random placement (default: grid)")
     s.add_argument("--sink", type=int, help="sink node id (default: nearest the centre)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    s.add_argument("--output", "-o", metavar="FILE", help="write JSON")
+    s.add_argument("--output", "-o", metavar="FILE",
+                   help="write JSON (not .alt: alt has no place for the seeds and sink)")
     s.set_defaults(func=_sensor)
 
     for name, helptext in (("ring", "a cycle"), ("line", "a path")):
@@ -120,9 +121,10 @@ _SMALLER = "make it smaller: psn topology builds what fits in 75% of this machin
 
 def _emit(topo, output) -> None:
     import topologies
+    if output:                  # first: a topology the file cannot hold prints nothing
+        topologies.save(topo, output)
     print(topo.summary())
     if output:
-        topologies.save(topo, output)
         print(f"wrote {output}")
 
 
