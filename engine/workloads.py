@@ -11,7 +11,10 @@ Phases (SPEC syntax in brackets; phases are joined with ``;``):
 - :class:`InsertLinks` [``insert:0.25,0.5,0.75,1.0``]: insert the topology's links in a seeded
   random order, up to each fraction of all links (both directions of a link together);
 - :class:`DeleteLinks` [``delete-links:20``]: delete ``n`` present links one at a time, each
-  its own step (Liu Sec. 7.2, "Insertions-followed-by-deletions");
+  its own step (Liu Sec. 7.2, "Insertions-followed-by-deletions"); more deletions than the
+  topology has links (less those deleted since they were last loaded) are refused before
+  the first step, and a phase that finds no present link left (links that expired) stops
+  the run with an error rather than ending early;
 - :class:`Flap` [``flap:3-7:5``, ``flap:random:5``]: delete and re-insert one link ``n`` times;
 - :class:`Sensors` [``sensors:trigger=0.5,untrigger``]: load the sensor grid with its seeds
   triggered, trigger a fraction of the other sensors in one burst, then un-trigger them one
@@ -43,7 +46,8 @@ from ndlog.errors import InputError
 from .delivery import MAX_DURATION, parse_duration
 
 __all__ = ["Step", "Phase", "InsertLinks", "DeleteLinks", "Flap", "Sensors", "LoadAll",
-           "Wait", "Workload", "WorkloadContext", "parse_workload", "workload_rng", "SPEC_HELP"]
+           "Wait", "Workload", "WorkloadContext", "parse_workload", "workload_rng", "SPEC_HELP",
+           "TooManyDeletions"]
 
 SPEC_HELP = ("phases joined by ';': insert[:F1,F2,...] | delete-links:N | "
              "flap:U-V|random:N | sensors[:trigger=F,untrigger[=K]] | all | wait:DURATION")
@@ -192,12 +196,24 @@ class DeleteLinks(Phase):
         for i in range(self.n):
             present = _present_links(ctx)
             if not present:
-                return
+                raise TooManyDeletions(
+                    f"delete-links:{self.n}: no present link is left to delete after "
+                    f"{i} deletions", self.n, i)
             u, v = ctx.rng.choice(present)
             yield Step(f"delete {u}-{v}", delete={"link": ctx.link_tuples(u, v)})
 
     def count(self, topology):
         return self.n
+
+
+class TooManyDeletions(InputError):
+    """A ``delete-links:N`` phase asks for more deletions than there are links to delete;
+    ``asked`` is ``N`` and ``most`` the number it could make."""
+
+    def __init__(self, message: str, asked: int, most: int):
+        super().__init__(message, hint=f"ask for at most {most}: delete-links:{most}")
+        self.asked = asked
+        self.most = most
 
 
 @dataclass
@@ -344,9 +360,25 @@ class Workload:
     spec: str = ""
 
     def check(self, topology) -> None:
-        """Refuse what ``topology`` cannot run, before the first step (:meth:`Phase.check`)."""
+        """Refuse what ``topology`` cannot run, before the first step (:meth:`Phase.check`),
+        and deletions past the links it has (:class:`TooManyDeletions`): a run that asked for
+        1,000 deletions on a 6-link ring made 6 and said nothing."""
         for phase in self.phases:
             phase.check(topology)
+        links = len(getattr(topology, "links", ()))
+        left = links                # at most this many links are present
+        for phase in self.phases:
+            if phase.loads_links:
+                left = links
+            elif isinstance(phase, DeleteLinks):
+                if phase.n > left:
+                    since = "" if left == links else \
+                        f" ({links - left} of them deleted by the phases before)"
+                    raise TooManyDeletions(
+                        f"delete-links:{phase.n} asks for more deletions than there are "
+                        f"links to delete: the topology has {links} links{since}, so at "
+                        f"most {left}", phase.n, left)
+                left -= phase.n
 
     def steps(self, ctx: WorkloadContext) -> Iterator[Step]:
         for phase in self.phases:

@@ -743,3 +743,48 @@ def test_a_ship_period_that_is_not_finite_is_refused(ship, capsys):
     out = capsys.readouterr()
     assert f"eager:T takes a finite period, not '{ship[6:]}'" in out.err
     assert "Traceback" not in out.err and out.out == ""
+
+
+# -- workloads larger than the topology ---------------------------------------------------------
+
+@pytest.mark.parametrize("workload, what", [
+    ("delete-links:1000", "delete-links:1000 asks for more deletions than there are links to "
+     "delete: the topology has 6 links, so at most 6"),
+    ("all; delete-links:4; delete-links:3", "the topology has 6 links (4 of them deleted by "
+     "the phases before), so at most 2"),
+])
+def test_more_deletions_than_links_are_refused_before_the_run(workload, what, capsys):
+    """delete-links:1000 on a 6-link ring ran 6 deletions and said nothing."""
+    from psn.cli import main
+    assert main(["run", "examples/reachable.ndl", "--topology", "ring", "--topology-option",
+                 "n=6", "--workload", workload]) == 2
+    out = capsys.readouterr()
+    assert what in out.err and "hint: ask for at most" in out.err
+    assert out.out == ""
+    assert main(["run", "examples/reachable.ndl", "--topology", "ring", "--topology-option",
+                 "n=6", "--workload", "all; delete-links:4; all; delete-links:6"]) == 0
+
+
+def test_demo_refuses_more_deletions_than_links_in_its_own_words(capsys):
+    """psn demo --deletions 100000 deleted every link and reported 100000 asked for."""
+    from psn.cli import main
+    assert main(["demo", "--deletions", "100000", "--no-spark", "--no-ray"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --deletions 100000 is more than the 156 links of the default GT-ITM " \
+        "topology" in err and "hint: give --deletions 156 or fewer" in err
+
+
+def test_deletions_that_run_out_mid_run_stop_with_an_error():
+    """A phase that finds no present link left (they expired, say) stops the run with an
+    error naming how many it made, instead of ending early without a word."""
+    import random
+
+    import topologies
+    from engine.workloads import DeleteLinks, TooManyDeletions, WorkloadContext
+    ring = topologies.ring(4)
+    ctx = WorkloadContext(ring, {"link": {(0, 1, 1), (1, 0, 1)}}, random.Random(0))
+    steps = DeleteLinks(3).steps(ctx)
+    assert next(steps).label == "delete 0-1"
+    ctx.base = {"link": set()}
+    with pytest.raises(TooManyDeletions, match="no present link is left to delete after 1"):
+        next(steps)

@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="topology, workload and delivery seed (default: 1: the default "
                    "topology then has 156 links)")
     p.add_argument("--deletions", type=int, default=20,
-                   help="links deleted one at a time (default: 20)")
+                   help="links deleted one at a time (default: 20; at most the "
+                   "topology's links)")
     p.add_argument("--workers", type=int, default=2,
                    help="Ray workers for the replay (default: 2)")
     p.add_argument("--no-spark", action="store_true", help="skip the Spark check")
@@ -83,6 +84,9 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from engine.workloads import TooManyDeletions
+    from ndlog.errors import InputError
+
     from .run_cmd import execute, print_table
 
     validate(args)
@@ -91,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
     where = "the default GT-ITM topology" if args.topology == "gtitm" else \
         f"topology {args.topology}"
     print(f"== PSN demo: {what} on {where} (simulator)")
-    outcome = execute(_run_args(args, "sim", ["--check"]), program)
+    try:
+        outcome = execute(_run_args(args, "sim", ["--check"]), program)
+    except TooManyDeletions as exc:         # in the demo's own words: --deletions
+        raise InputError(f"--deletions {args.deletions} is more than the {exc.most} links "
+                         f"of {where}", hint=f"give --deletions {exc.most} or fewer") from None
     print_table(outcome.run, outcome.rows)
     ok = all(r["check"] for r in outcome.rows)
     if not args.no_spark:

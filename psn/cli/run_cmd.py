@@ -87,6 +87,9 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
         program = load_program(args.program)
     options = run_options(args, engine)
     topology = _topology(args)
+    if topology is not None:            # refused before a runner starts: too many deletions
+        from engine.workloads import parse_workload
+        parse_workload(args.workload or "all", topology)
     shapes = program_shapes(program)
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
