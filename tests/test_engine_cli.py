@@ -265,6 +265,14 @@ def test_spark_master_without_a_spark_check_is_refused(files, capsys, check):
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("workload", ["", "  "])
+def test_an_empty_workload_is_refused(files, capsys, workload):
+    """``--workload ""`` ran every fact of the topology, as no --workload does."""
+    assert main(["run", str(files / "p.ndl"), "--topology", "ring",
+                 "--workload", workload]) == 2
+    assert "--workload is empty" in capsys.readouterr().err
+
+
 def test_pick_one_and_relation_filter(files, capsys):
     assert main(["run", str(files / "p.ndl"), "--facts", str(files / "f.ndl"), "--pick",
                  "one", "--relation", "reachable", "--format", "json"]) == 0

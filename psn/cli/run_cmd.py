@@ -83,6 +83,10 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
 
     engine = engine_of(args)
     check_engine_options(args, engine)
+    if args.workload is not None and not args.workload.strip():
+        from engine.workloads import SPEC_HELP
+        raise InputError("--workload is empty (an unset shell variable?)",
+                         hint=f"leave --workload out for 'all', or give {SPEC_HELP}")
     if program is None:
         program = load_program(args.program)
     options = run_options(args, engine)
