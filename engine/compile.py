@@ -37,6 +37,7 @@ value.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from operator import itemgetter
 from typing import Callable
@@ -439,9 +440,13 @@ def _guard(node, rule: A.Rule, guards: list) -> Callable:
     """``check(env)``: that the derivation strictly worsens the aggregated values, while
     the node prunes (``node.monotone_checks``, set by :func:`engine.aggsel.install`):
     pruning is exact only then (Liu et al. 2009, Sec. 6), so a violation stops the run with
-    the error every evaluator gives (:func:`ndlog.analysis.monotone_error`)."""
+    the error every evaluator gives (:func:`ndlog.analysis.monotone_error`). It holds the
+    node weakly: the node holds its rules, and a cycle would keep a dropped network's state
+    alive until a full collection, which the runs hold off."""
+    node = weakref.ref(node)
+
     def check(env):
-        if node.monotone_checks:
+        if node().monotone_checks:
             for spec, src, h, b, func in guards:
                 if not monotone_ok(func, env[h], env[b]):
                     raise monotone_error(spec, replace(rule, name=src), h, b, func,
@@ -494,13 +499,14 @@ def _delta_step(match, nxt, part, cell, delta_part):
 def _absent_step(node, data, nxt, part, view_nu: bool):
     """A negated atom: continue if its relation holds no tuple equal to the bound arguments
     (in ν if ``view_nu``, else in the committed state), with the absence's annotation
-    (:meth:`engine.node.Node.absent`) as the body part."""
+    (:meth:`engine.node.Node.absent`) as the body part. It holds the node weakly, as
+    :func:`_guard` does."""
     pred, key_fn = data
-    absent = node.absent
+    absent = weakref.WeakMethod(node.absent)
 
     def step(env):
         t = key_fn(env)
-        a = absent(pred, t, view_nu)
+        a = absent()(pred, t, view_nu)
         if a is not None:
             if part is not None:
                 part[1] = t

@@ -21,13 +21,14 @@ Deliberately not here: routing and delivery (the transports), evaluation.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from ndlog import ast as A
 from ndlog.checks import check_table_sizes
 from ndlog.errors import InputError
 
-__all__ = ["Ledger", "Injector"]
+__all__ = ["Ledger", "Injector", "describe_fact"]
 
 
 class Ledger:
@@ -146,6 +147,14 @@ class Ledger:
         self.live, self.debts, self.keyed, self.preds, _ = state
 
 
+
+def describe_fact(program, pred: str, tup: tuple) -> str:
+    """``link(@a, b)``: a fact of ``program`` (an engine program) as NDlog, with its
+    location specifier."""
+    from .node import format_fact
+    loc = program.loc.get(pred) if program.distributed else None
+    return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+
 class Injector:
     """Bursts of base-fact updates -> annotated updates per node (see the module doc).
 
@@ -171,7 +180,9 @@ class Injector:
         self.resolved = resolved
         self.context_of = context_of
         self.source = source
-        self.ledger = Ledger(source, self.describe)
+        # the program's describe, not the bound method: Ledger -> Injector -> Ledger would
+        # be a cycle, kept (with the network it belongs to) until a full collection
+        self.ledger = Ledger(source, partial(describe_fact, program))
         #: tables with a finite ``materialize`` size, checked after a burst inserts into one
         self.sized = {t.pred for t in source.tables if t.size != float("inf")}
         self.arities = dict(source.arities())
@@ -182,10 +193,7 @@ class Injector:
 
     def describe(self, pred: str, tup: tuple) -> str:
         """``link(@a, b)``: a fact as NDlog, with its location specifier."""
-        from .node import format_fact
-        program = self.program
-        loc = program.loc.get(pred) if program.distributed else None
-        return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+        return describe_fact(self.program, pred, tup)
 
     def check(self, pred: str, tup: tuple) -> None:
         """Raise :class:`InputError` unless ``pred(tup)`` can be a base fact here."""

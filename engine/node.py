@@ -46,6 +46,7 @@ Deliberately not here: delivery, scheduling, metrics of traffic (``engine.host``
 
 from __future__ import annotations
 
+import weakref
 from operator import itemgetter
 from typing import Any, Callable, Protocol
 
@@ -307,11 +308,14 @@ class Node:
             return {(self.id,): table}.get
         if table:
             return self._make_index(pred, positions)
+        node = weakref.ref(self)        # not the node itself: a cycle through its probes
+        #                                 would keep a dropped network's state alive until
+        #                                 a full collection, which the runs hold off
 
         def dormant(key):
             if not table:
                 return None
-            return self._make_index(pred, positions)(key)
+            return node()._make_index(pred, positions)(key)
         return dormant
 
     def _make_index(self, pred: str, positions: tuple[int, ...]) -> Callable:

@@ -10,8 +10,11 @@ cycles; CPython's cyclic collector still traverses every container that survives
 collection, so on a large run it spends much of the time finding nothing. Inside the
 block, the objects that existed before it are frozen (``gc.freeze``: never scanned) and
 the collector is paused; on leaving, it runs again and the block's objects join the old
-generation unscanned, so cycles made inside are collected by a later full collection.
-If something else has frozen objects already, the block leaves them frozen.
+generation unscanned. A cycle made inside is then freed only by a full collection, which
+CPython seldom runs afterwards (every block resets the collector's counts), so the
+engine's state holds no reference cycles: a network the program drops is freed at once by
+reference counting, its whole state with it (tested in ``tests/test_engine.py``). If
+something else has frozen objects already, the block leaves them frozen.
 
 Why: on large runs (``bench/bench_sim.py``'s 1,000-node row) the collector spent about a
 third of the wall time traversing the growing node state and freed almost nothing; pausing
@@ -42,9 +45,9 @@ def relaxed_gc():
     """Freeze the existing heap and pause the cyclic collector for the block.
 
     On leaving, the collector is enabled again and the objects made inside join the old
-    generation without being scanned (``gc.freeze`` then ``gc.unfreeze``), where a later
-    full collection examines them like any other long-lived object: cycles made inside are
-    collected then, not lost. Re-entrant: only the outermost block acts. If something else
+    generation without being scanned (``gc.freeze`` then ``gc.unfreeze``), where only a
+    full collection examines them (``gc.collect()``; CPython's own seldom comes): what the
+    block makes should hold no reference cycle (see the module docstring). Re-entrant: only the outermost block acts. If something else
     has frozen objects already, the block leaves them frozen and only pauses the collector
     (the next young collection then scans what the block made, once).
     """
