@@ -21,7 +21,6 @@ __all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggr
            "fact_values"]
 
 
-
 def _frozen(v):
     """``v`` with every list or tuple in it a tuple."""
     if isinstance(v, (list, tuple)):
@@ -63,6 +62,7 @@ def _unhashable(values: tuple):
         except TypeError:
             return v
     return None
+
 
 def aggregate_value(func: str, values: list):
     """``min`` / ``max`` / ``count`` / ``sum`` / ``avg`` over a non-empty list of values.

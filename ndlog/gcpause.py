@@ -47,9 +47,10 @@ def relaxed_gc():
     On leaving, the collector is enabled again and the objects made inside join the old
     generation without being scanned (``gc.freeze`` then ``gc.unfreeze``), where only a
     full collection examines them (``gc.collect()``; CPython's own seldom comes): what the
-    block makes should hold no reference cycle (see the module docstring). Re-entrant: only the outermost block acts. If something else
-    has frozen objects already, the block leaves them frozen and only pauses the collector
-    (the next young collection then scans what the block made, once).
+    block makes should hold no reference cycle (see the module docstring). Re-entrant: only
+    the outermost block acts. If something else has frozen objects already, the block
+    leaves them frozen and only pauses the collector (the next young collection then scans
+    what the block made, once).
     """
     global _depth
     if _depth or not gc.isenabled():
