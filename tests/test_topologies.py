@@ -504,3 +504,17 @@ def test_a_sensor_grid_is_not_written_as_alt_which_would_drop_its_seeds(tmp_path
         topologies.save(topologies.sensor_grid(), out)
     topologies.save(topologies.ring(4), out)            # a plain graph: alt holds it all
     assert topologies.load(out).n == 4
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: topologies.sensor_grid(radius=math.nan), "option radius must be a finite number"),
+    (lambda: topologies.ring(3.5), "option n must be a whole number, not 3.5"),
+    (lambda: topologies.grid(2, math.inf), "option cols must be a finite whole number"),
+    (lambda: topologies.random_graph(10, p=2.0), "option p must be at most 1"),
+    (lambda: topologies.line(n=0), "option n must be >= 1")])
+def test_generators_called_from_python_check_their_options_as_make_does(call, what):
+    """Only make() checked: sensor_grid(radius=nan) made a grid without links."""
+    with pytest.raises(InputError, match=what):
+        call()
+    assert topologies.ring(6.0).name == topologies.ring(n=6).name == "ring(6)"
+    assert "n" in topologies.options_of("ring")

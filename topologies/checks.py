@@ -1,7 +1,8 @@
 """The kinds and ranges of the generators' options, checked in one place.
 
 Role: :func:`check_options` is what :func:`topologies.make` (and so ``psn run --topology``
-and ``psn topology``) runs on every option before a generator sees it: a whole number for
+and ``psn topology``) runs on every option before a generator sees it, and what the
+generators called from Python run first (:func:`checked`): a whole number for
 a count (``150.7`` is refused rather than truncated), a finite number for a size or a
 probability (``nan`` and ``inf`` are refused rather than making an empty or endless graph),
 a recognised spelling for a yes/no option. The generators keep the checks that depend on
@@ -12,11 +13,13 @@ Deliberately not here: building anything, and option names (:func:`topologies.op
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 from ndlog.errors import InputError
 
-__all__ = ["OPTION_KINDS", "BOOLEAN_WORDS", "check_options", "check_option"]
+__all__ = ["OPTION_KINDS", "BOOLEAN_WORDS", "check_options", "check_option", "checked"]
 
 #: ``option -> (kind, lowest, highest)``; the kind is ``int``, ``float``, ``bool`` or
 #: ``str``, and ``None`` is no bound. Options not listed (``params``, ``latencies``) are
@@ -93,6 +96,21 @@ def check_option(name: str, key: str, value):
     if high is not None and value > high:
         raise InputError(f"{what} must be at most {high:g}, not {shown}")
     return value
+
+
+def checked(name: str):
+    """Decorator: the generator's arguments pass :func:`check_options` (as the topology
+    ``name``) before it runs, so that a call from Python is checked as ``make`` is."""
+    def wrap(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.arguments.update(check_options(name, dict(bound.arguments)))
+            return fn(*bound.args, **bound.kwargs)
+        return call
+    return wrap
 
 
 def _example(key: str) -> str:

@@ -16,6 +16,7 @@ import random
 
 from ndlog.errors import InputError
 
+from .checks import checked
 from .graph import SENSOR, Link, Node, Topology
 
 __all__ = ["sensor_grid", "grid_positions"]
@@ -35,6 +36,7 @@ def grid_positions(count: int, size: float) -> list[tuple[float, float]]:
             for i in range(count) for r, c in [divmod(i, cols)]]
 
 
+@checked("sensor-grid")
 def sensor_grid(sensors: int = 100, size: float = 100.0, radius: float = 20.0,
                 seeds: int = 5, seed: int = 0, *, placement: str = "grid",
                 sink: int | None = None, latency: float = 1,

@@ -13,6 +13,7 @@ import random
 
 from ndlog.errors import InputError
 
+from .checks import checked
 from .graph import Link, Node, Topology
 
 __all__ = ["ring", "line", "grid", "random_graph"]
@@ -24,6 +25,7 @@ def _plain(n: int, pairs, kind: str, latency: float, pos=None, meta=None) -> Top
     return Topology(nodes, links, kind=kind, name=f"{kind}({n})", meta=meta or {})
 
 
+@checked("ring")
 def ring(n: int = 10, latency: float = 1) -> Topology:
     """A cycle ``0 - 1 - ... - (n-1) - 0`` (``n >= 3``)."""
     if n < 3:
@@ -31,6 +33,7 @@ def ring(n: int = 10, latency: float = 1) -> Topology:
     return _plain(n, [(i, (i + 1) % n) for i in range(n)], "ring", latency)
 
 
+@checked("line")
 def line(n: int = 10, latency: float = 1) -> Topology:
     """A path ``0 - 1 - ... - (n-1)`` (``n >= 1``)."""
     if n < 1:
@@ -38,6 +41,7 @@ def line(n: int = 10, latency: float = 1) -> Topology:
     return _plain(n, [(i, i + 1) for i in range(n - 1)], "line", latency)
 
 
+@checked("grid")
 def grid(rows: int = 5, cols: int = 5, latency: float = 1) -> Topology:
     """A ``rows x cols`` 4-neighbour mesh; node ``r * cols + c`` sits at ``(c, r)``."""
     if rows < 1 or cols < 1:
@@ -49,6 +53,7 @@ def grid(rows: int = 5, cols: int = 5, latency: float = 1) -> Topology:
     return Topology(topo.nodes, topo.links, kind="grid", name=f"grid({rows}x{cols})")
 
 
+@checked("random")
 def random_graph(n: int = 20, m: int | None = None, p: float | None = None, seed: int = 0, *,
                  connected: bool = False, latency: float = 1) -> Topology:
     """A seeded random graph: ``G(n, m)`` (exactly ``m`` links) or ``G(n, p)``.
