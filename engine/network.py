@@ -101,14 +101,9 @@ def parse_update(item) -> tuple[int, str, tuple]:
         raise InputError(f"sign of a burst item must be '+' or '-', got {sign!r}")
     if not isinstance(pred, str):
         raise InputError(f"predicate must be a string, got {pred!r}")
-    if not isinstance(tup, tuple):
-        if isinstance(tup, list):
-            tup = tuple(tup)
-        else:
-            raise InputError(f"fact of '{pred}' must be a tuple, got {tup!r}")
+    if not isinstance(tup, (tuple, list)):
+        raise InputError(f"fact of '{pred}' must be a tuple, got {tup!r}")
     return sign, pred, fact_values(pred, tup)
-
-
 
 
 class Network:

@@ -326,13 +326,13 @@ class Resolved:
         return out
 
 
-
 def _count(value, what: str, zero: str = "") -> None:
     """Refuse ``value`` unless it is None or a non-negative integer."""
     if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                               or value < 0):
         raise InputError(f"{what} must be a non-negative integer"
                          f"{f' ({zero})' if zero else ''}, not {value!r}")
+
 
 def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
     """An aggregate replaces its result with a deletion and an insertion; a scheme that does

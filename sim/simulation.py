@@ -82,7 +82,7 @@ def _load_topology(topology, seed: int):
     import topologies
     if isinstance(topology, (str, Path)):
         text = str(topology)
-        if Path(text).exists() or Path(text).suffix.lower() in (".alt", ".json"):
+        if topologies.names_file(text):
             return topologies.load(text)        # a missing file: an error that says so
         return topologies.make(text, seed=seed)
     if topology is not None and not isinstance(topology, topologies.Topology):

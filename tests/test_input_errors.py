@@ -211,37 +211,36 @@ def test_results_with_integers_too_long_for_str_print_exactly():
 
 # -- non-UTF-8 files --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reader,what", [
-    (read_facts_file, "facts file"), (read_burst_file, "burst file"), (load, "program file")])
-def test_non_utf8_files_name_the_file_and_the_byte(tmp_path, reader, what):
-    path = write(tmp_path, "x.ndl", b"link(@a, b, 1).\nlink(@a, \xe9t\xe9, 1).\n")
-    with pytest.raises(InputError) as info:
-        reader(path)
-    err = info.value
-    assert f"{what} '{path}' is not UTF-8" in err.message and "0xe9" in err.message
-    assert (err.filename, err.line, err.column) == (str(path), 2, 10)
-    assert caret_column(err) == 10
-
-
 def _place_on_two_workers(path):
     parse_placement(2, str(path))
 
 
-@pytest.mark.parametrize("reader,what", [
-    (lambda p: topologies.load(p), "topology file"),
-    (lambda p: topologies.read_alt(p), "topology file"),
-    (lambda p: topologies.read_json(p), "topology file"),
-    (lambda p: topologies.read_spec(p), "spec file"),
-    (lambda p: Counterexample.load(p), "counterexample file"),
-    (_place_on_two_workers, "placement map")])
+FACTS_NOT_UTF8 = b"link(@a, b, 1).\nlink(@a, \xe9t\xe9, 1).\n"   # 0xe9 at line 2, column 10
+ALT_NOT_UTF8 = b"GRAPH 2 1 \xfd\n"                                # 0xfd at line 1, column 11
+
+
+@pytest.mark.parametrize("reader,what,content,where", [
+    (read_facts_file, "facts file", FACTS_NOT_UTF8, (2, 10, "0xe9")),
+    (read_burst_file, "burst file", FACTS_NOT_UTF8, (2, 10, "0xe9")),
+    (load, "program file", FACTS_NOT_UTF8, (2, 10, "0xe9")),
+    (lambda p: topologies.load(p), "topology file", ALT_NOT_UTF8, (1, 11, "0xfd")),
+    (lambda p: topologies.read_alt(p), "topology file", ALT_NOT_UTF8, (1, 11, "0xfd")),
+    (lambda p: topologies.read_json(p), "topology file", ALT_NOT_UTF8, (1, 11, "0xfd")),
+    (lambda p: topologies.read_spec(p), "spec file", ALT_NOT_UTF8, (1, 11, "0xfd")),
+    (lambda p: Counterexample.load(p), "counterexample file", ALT_NOT_UTF8, (1, 11, "0xfd")),
+    (_place_on_two_workers, "placement map", ALT_NOT_UTF8, (1, 11, "0xfd"))])
 def test_every_input_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path, reader,
-                                                                       what):
-    path = write(tmp_path, "x.alt", b"GRAPH 2 1 \xfd\n")
+                                                                       what, content, where):
+    """Topology, spec, placement-map and counterexample files ended in a
+    UnicodeDecodeError traceback; program, facts and burst files already said this."""
+    line, column, byte = where
+    path = write(tmp_path, "x.ndl", content)
     with pytest.raises(InputError) as info:
         reader(path)
     err = info.value
-    assert f"{what} '{path}' is not UTF-8" in err.message and "0xfd" in err.message
-    assert (err.filename, err.line, err.column) == (str(path), 1, 11)
+    assert f"{what} '{path}' is not UTF-8" in err.message and byte in err.message
+    assert (err.filename, err.line, err.column) == (str(path), line, column)
+    assert caret_column(err) == column
 
 
 @pytest.mark.parametrize("reader,what,name", [

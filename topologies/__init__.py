@@ -35,7 +35,8 @@ __all__ = [
     "read_alt", "parse_alt", "write_alt", "format_alt",
     "read_json", "write_json", "to_json", "from_json",
     "sensor_grid", "ring", "line", "grid", "random_graph",
-    "make", "load", "save", "NAMES", "options_of", "check_options", "estimate_bytes", "check_size",
+    "make", "names_file", "load", "save", "NAMES", "options_of", "check_options",
+    "estimate_bytes", "check_size",
     "BYTES_PER_ELEMENT", "LIU_PRESETS", "liu_params", "liu_topology",
 ]
 
@@ -203,6 +204,13 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
         return builders[name](**options)
     raise InputError(f"unknown topology {name!r}", hint=f"one of {', '.join(NAMES)}, "
                      f"or a .alt/.json file")
+
+
+def names_file(text: str | Path) -> bool:
+    """Whether ``text`` (a ``--topology`` value) names a topology file rather than a
+    generator: an existing path, or one ending in ``.alt`` or ``.json`` (which
+    :func:`load` then reports missing)."""
+    return Path(text).exists() or Path(text).suffix.lower() in (".alt", ".json")
 
 
 def load(path: str | Path, **options) -> Topology:

@@ -165,7 +165,11 @@ def _topology(args):
     name = args.topology or "ts100"
     opts = _topology_options(args.topology_option)
     seed = args.seed or 0
-    if Path(name).exists():
+    if topologies.names_file(name):
+        if not Path(name).exists():
+            raise InputError(f"topology file '{name}' does not exist",
+                             hint="give an existing .alt or .json file, or a generator name "
+                             "such as ts100")
         if opts:
             raise InputError(f"--topology-option {args.topology_option[0]} does not apply to "
                              f"the topology file '{name}': generator options apply to a "
@@ -174,10 +178,6 @@ def _topology(args):
                              hint="leave out --topology-option, or write the topology you "
                              "want with psn topology ... --output FILE")
         return topologies.load(name)
-    if Path(name).suffix.lower() in (".alt", ".json"):
-        raise InputError(f"topology file '{name}' does not exist",
-                         hint="give an existing .alt or .json file, or a generator name "
-                         "such as ts100")
     valid = [k for k in topologies.options_of(name) if k not in _NOT_ON_THE_COMMAND_LINE]
     for key in opts:
         if key not in valid:

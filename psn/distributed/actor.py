@@ -13,11 +13,12 @@ it), and none is needed for termination detection: the driver counts batches sen
 received per worker (:meth:`status`).
 
 The cyclic garbage collector is paused for a whole epoch (:func:`ndlog.gcpause.relaxed_gc`
-held from one :meth:`~ShardActor.configure` to the next), not only while a call runs: with it
-running between calls, each worker of reachable on the dense 1,000-node topology spent 3.7
-and 5.4 s of a 47 s run in collections (five full ones each, which traverse the whole
-shard; timed with ``gc.callbacks``), while the calls' own cyclic garbage came to about 2,200 objects per worker over a
-300-node run. A new epoch collects the previous one's shard before pausing again.
+held from one :meth:`~ShardActor.configure` to the next), not only while a call runs:
+with it running between calls, each worker of reachable on the dense 1,000-node topology
+spent 3.7 and 5.4 s of a 47 s run in collections (five full ones each, which traverse the
+whole shard; timed with ``gc.callbacks``), while the calls' own cyclic garbage came to
+about 2,200 objects per worker over a 300-node run. A new epoch collects the previous
+one's shard before pausing again.
 
 An error inside a fire-and-forget call cannot reach the driver through its return value, so
 the actor keeps the first error (it still propagates to Ray) and reports it with
