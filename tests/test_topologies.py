@@ -225,6 +225,12 @@ def test_bad_json(tmp_path):
     ('"nodes": 3, "links": []', '"nodes" must be a list, not a JSON number'),
     ('"nodes": [{"id": 0}, 7], "links": []', 'entry 1 of "nodes" must be an object'),
     ('"nodes": [{"id": 0}]', 'the topology has no "links" list'),
+    ('"nodes": [{"id": 0, "pos": 5}], "links": []',
+     'entry 0 of "nodes": field "pos" is not a position, but 5'),
+    ('"nodes": [{"id": 0, "pos": "ab"}], "links": []',
+     'entry 0 of "nodes": field "pos" is not a position, but \'ab\''),
+    ('"nodes": [{"id": 0, "pos": [1, NaN]}], "links": []',
+     'entry 0 of "nodes": field "pos" is not a position, but [1, nan]'),
 ])
 def test_a_json_topology_entry_with_a_missing_field_names_the_entry_and_field(
         tmp_path, capsys, body, what):
@@ -511,7 +517,11 @@ def test_a_sensor_grid_is_not_written_as_alt_which_would_drop_its_seeds(tmp_path
     (lambda: topologies.ring(3.5), "option n must be a whole number, not 3.5"),
     (lambda: topologies.grid(2, math.inf), "option cols must be a finite whole number"),
     (lambda: topologies.random_graph(10, p=2.0), "option p must be at most 1"),
-    (lambda: topologies.line(n=0), "option n must be >= 1")])
+    (lambda: topologies.line(n=0), "option n must be >= 1"),
+    (lambda: topologies.gtitm.generate(quirks="maybe"), "option quirks is yes or no"),
+    (lambda: topologies.gtitm.ts_variant(3.5), "option nodes must be a whole number"),
+    (lambda: topologies.liu_topology("liu-dense", nodes=math.nan),
+     "option nodes must be a finite whole number")])
 def test_generators_called_from_python_check_their_options_as_make_does(call, what):
     """Only make() checked: sensor_grid(radius=nan) made a grid without links."""
     with pytest.raises(InputError, match=what):

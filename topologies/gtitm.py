@@ -45,6 +45,7 @@ from typing import Mapping
 from ndlog.errors import InputError, Span
 from ndlog.parser import read_text
 
+from .checks import checked
 from .graph import Topology, gtitm_node, make_links
 
 __all__ = [
@@ -576,6 +577,7 @@ def _extra_stub_stub(count, names, edges, rng, add):
 
 # ---------------------------------------------------------------------- front ends
 
+@checked("gtitm")
 def generate(params: TSParams = TS100, seed: int = 0, *, quirks: bool = True,
              latencies: Mapping[str, float] | None = None) -> Topology:
     """One transit-stub topology from ``params``, seeded with ``random.Random(seed)``.
@@ -586,6 +588,7 @@ def generate(params: TSParams = TS100, seed: int = 0, *, quirks: bool = True,
                     seed_label=seed)
 
 
+@checked("gtitm")
 def generate_many(params: TSParams, count: int | None = None, seed: int | None = None, *,
                   quirks: bool = True,
                   latencies: Mapping[str, float] | None = None) -> list[Topology]:
@@ -601,6 +604,7 @@ def generate_many(params: TSParams, count: int | None = None, seed: int | None =
             for _ in range(count)]
 
 
+@checked("gtitm")
 def ts_variant(nodes: int, density: str = "sparse") -> TSParams:
     """Transit-stub parameters for ``nodes`` nodes, ``"sparse"`` or ``"dense"``.
 

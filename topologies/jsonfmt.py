@@ -17,6 +17,7 @@ Deliberately not here: GT-ITM's ``alt`` format (``topologies.alt``).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ndlog.errors import InputError, Span
@@ -75,7 +76,7 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
     try:
         nodes = tuple(Node(_whole(d, "id", f'entry {i} of "nodes"'), str(d.get("name", d["id"])),
                            d.get("kind", "node"),
-                           tuple(d["pos"]) if d.get("pos") is not None else None,
+                           _pos(d, f'entry {i} of "nodes"'),
                            d.get("domain"),
                            tuple(d["stub"]) if d.get("stub") is not None else None)
                       for i, d in enumerate(_entries(data, "nodes", ("id",))))
@@ -131,6 +132,20 @@ def _whole(entry: dict, field: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f'{what}: field "{field}" is not a node id, but {value!r}')
     return value
+
+
+def _pos(entry: dict, what: str) -> tuple | None:
+    """``entry["pos"]`` as an ``(x, y)`` pair of finite numbers (None if absent), or an
+    :class:`InputError` naming ``what`` (the entry)."""
+    value = entry.get("pos")
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) == 2 and all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+            for c in value):
+        return tuple(value)
+    raise InputError(f'{what}: field "pos" is not a position, but {value!r}',
+                     hint='a position is a list of two numbers, "pos": [x, y]')
 
 
 def _json_kind(data) -> str:

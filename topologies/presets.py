@@ -34,6 +34,7 @@ from typing import Mapping
 
 from ndlog.errors import InputError
 
+from .checks import checked
 from .graph import Topology
 from .gtitm import GeoParams, TSParams, generate
 
@@ -73,6 +74,7 @@ def liu_params(nodes: int = 100, density: str = "dense") -> TSParams:
                     GeoParams(8, 10, 3, LIU_STUB_ALPHA[density]))
 
 
+@checked("liu")
 def liu_topology(name: str, seed: int = 0, *, nodes: int = 100,
                  latencies: Mapping[str, float] | None = None) -> Topology:
     """The preset ``name`` (``liu100``, ``liu-dense``, ``liu-sparse``), seeded.
