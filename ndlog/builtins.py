@@ -124,26 +124,32 @@ def _need_number(name: str, x):
 
 
 def f_concat(a, b):
+    """The list ``a`` followed by ``b`` (a scalar counts as a one-element list)."""
     return as_list(a) + as_list(b)
 
 
 def f_append(lst, x):
+    """``lst`` with ``x`` added at the end."""
     return _need_list("f_append", lst) + (x,)
 
 
 def f_prepend(x, lst):
+    """``lst`` with ``x`` added at the front."""
     return (x,) + _need_list("f_prepend", lst)
 
 
 def f_member(lst, x):
+    """1 if ``x`` is an element of ``lst``, else 0."""
     return 1 if x in _need_list("f_member", lst) else 0
 
 
 def f_size(lst):
+    """The number of elements of ``lst``."""
     return len(_need_list("f_size", lst))
 
 
 def f_first(lst):
+    """The first element of a non-empty list."""
     lst = _need_list("f_first", lst)
     if not lst:
         raise BuiltinError("f_first of an empty list")
@@ -151,6 +157,7 @@ def f_first(lst):
 
 
 def f_last(lst):
+    """The last element of a non-empty list."""
     lst = _need_list("f_last", lst)
     if not lst:
         raise BuiltinError("f_last of an empty list")
@@ -158,6 +165,7 @@ def f_last(lst):
 
 
 def f_dist(p, q):
+    """The Euclidean distance of two positions of the same dimension (sensor regions)."""
     p, q = _need_list("f_dist", p), _need_list("f_dist", q)
     if len(p) != len(q):
         raise BuiltinError(f"f_dist of positions of different dimension: {p} and {q}")
@@ -167,6 +175,7 @@ def f_dist(p, q):
 
 
 def f_abs(x):
+    """The absolute value of a number."""
     return abs(_need_number("f_abs", x))
 
 
@@ -179,11 +188,13 @@ def _ordered(name: str, a, b):
 
 
 def f_min(a, b):
+    """The smaller of two comparable values."""
     _ordered("f_min", a, b)
     return a if a <= b else b
 
 
 def f_max(a, b):
+    """The larger of two comparable values."""
     _ordered("f_max", a, b)
     return a if a >= b else b
 

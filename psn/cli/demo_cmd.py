@@ -84,6 +84,7 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn demo`` with the parsed ``args``; the exit status."""
     from engine.workloads import TooManyDeletions
     from ndlog.errors import InputError
 

@@ -35,6 +35,7 @@ def _comment(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``psn localize`` with the parsed ``args``; the exit status."""
     from localize import explain
 
     from ndlog.files import write_atomic
