@@ -143,6 +143,8 @@ class RunOptions:
                              f"{', '.join(CONTEXTS)}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InputError(f"the seed must be an integer, not {self.seed!r}")
+        for name in ("batch", "roundtrip", "unsafe"):
+            _flag(getattr(self, name), name)
         _count(self.max_updates, "the bound on updates sent (max_updates)", "0: none")
         _count(self.max_memory, "the memory ceiling in bytes (max_memory)", "0: none")
         _count(self.derivation_budget, "the derivation budget per fact "
@@ -324,6 +326,13 @@ class Resolved:
                    max_memory=default_memory_limit() if self.options.max_memory is None
                    else self.options.max_memory)
         return out
+
+
+def _flag(value, name: str) -> None:
+    """Refuse ``value`` unless it is True or False (a string such as ``"no"`` would be
+    taken as true)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be True or False, not {value!r}")
 
 
 def _count(value, what: str, zero: str = "") -> None:

@@ -699,6 +699,18 @@ def test_run_options_refuse_a_limit_that_is_not_a_count(field, bad):
     assert getattr(psn.RunOptions(**{field: 3}), field) == 3
 
 
+@pytest.mark.parametrize("field", ["batch", "roundtrip", "unsafe"])
+@pytest.mark.parametrize("bad", ["no", 1, None])
+def test_run_options_refuse_a_flag_that_is_not_a_bool(field, bad):
+    """unsafe="no" was taken as true: a set-semantics run with deletions went unchecked."""
+    with pytest.raises(InputError, match=f"{field} must be True or False, not "):
+        psn.RunOptions(**{field: bad})
+    with pytest.raises(InputError, match="unsafe must be True or False, not 'no'"):
+        psn.verify(REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]], annotation="set",
+                   unsafe="no")
+    assert getattr(psn.RunOptions(**{field: False}), field) is False
+
+
 @pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),
                                          ([1, {2}], "set")])
 def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
