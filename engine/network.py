@@ -42,7 +42,8 @@ from .node import Node
 from .options import CONTEXTS, RunOptions
 from .program import EngineProgram, prepare
 
-__all__ = ["Network", "NotConvergedError", "parse_update", "CONTEXT_POLICIES"]
+__all__ = ["Network", "NotConvergedError", "parse_update", "parse_burst_items",
+           "CONTEXT_POLICIES"]
 
 #: Values of ``Network(contexts=)``.
 CONTEXT_POLICIES = CONTEXTS
@@ -104,6 +105,21 @@ def parse_update(item) -> tuple[int, str, tuple]:
     if not isinstance(tup, (tuple, list)):
         raise InputError(f"fact of '{pred}' must be a tuple, got {tup!r}")
     return sign, pred, fact_values(pred, tup)
+
+
+def parse_burst_items(burst) -> list[tuple[int, str, tuple]]:
+    """Every item of ``burst``, a list of updates, normalized by :func:`parse_update`.
+
+    Raises
+    ------
+    InputError
+        For a burst that is one string, a mapping or not iterable, naming what it got.
+    """
+    if isinstance(burst, (str, Mapping)) or not isinstance(burst, Iterable):
+        raise InputError(f"a burst is a list of updates, got {type(burst).__name__} "
+                         f"{burst!r:.80}",
+                         hint='e.g. ["+link(@1, 2)"] or [(-1, "link", (1, 2))]')
+    return [parse_update(item) for item in burst]
 
 
 class Network:
@@ -230,7 +246,7 @@ class Network:
             (:class:`engine.guards.UnsafeAnnotationError`); nothing of the burst is
             injected then.
         """
-        items = [parse_update(item) for item in burst]
+        items = parse_burst_items(burst)
         for _, pred, tup in items:
             self.injector.check(pred, tup)
         for dst, ups in self.injector.updates(items).items():

@@ -40,7 +40,7 @@ from .clock import MAX_TIME, VirtualClock, beyond
 from .delivery import ProcessingModel, require_at_least
 from .metrics import STATE_FIELDS, Counters, StepResult, row_table, write_metrics
 from .network import LatencyModel, SimTransport
-from engine.network import parse_update
+from engine.network import parse_burst_items
 from ndlog.gcpause import relaxed_gc
 from engine.placement import Placement
 from engine.wire import packed_items_size
@@ -318,7 +318,7 @@ class Simulation:
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")
-            updates = [parse_update(u) for u in updates]
+            updates = parse_burst_items(updates)
         for given in (insert, delete):
             if given is not None and not isinstance(given, Mapping):
                 raise InputError(f"insert and delete map predicates to tuples, got "

@@ -11,6 +11,7 @@ word on the burst syntax, CSV header rows, and CSV values such as ``nan``.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -709,6 +710,23 @@ def test_run_options_refuse_a_flag_that_is_not_a_bool(field, bad):
         psn.verify(REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]], annotation="set",
                    unsafe="no")
     assert getattr(psn.RunOptions(**{field: False}), field) is False
+
+
+@pytest.mark.parametrize("burst, got", [("+link(@1, 5)", "str '+link(@1, 5)'"),
+                                         ({"link": [(1, 5)]}, "dict {'link'"), (3, "int 3")])
+def test_a_burst_that_is_not_a_list_of_updates_is_named(burst, got):
+    """A string burst was read character by character ("unexpected end of input"), an int
+    burst was a TypeError."""
+    from engine import Network
+    from sim import Simulation
+    net = Network(REACHABLE, {"link": [(1, 2)]}).run()
+    sim = Simulation(REACHABLE, "ring")
+    for attempt in (lambda: net.apply(burst), lambda: sim.step(updates=burst)):
+        with pytest.raises(InputError, match=f"a burst is a list of updates, got "
+                                             f"{re.escape(got)}") as info:
+            attempt()
+        assert '["+link(@1, 2)"]' in info.value.hint
+    assert net.apply(["+link(@1, 5)"]).run().relations()["link"] == {(1, 2), (1, 5)}
 
 
 @pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),

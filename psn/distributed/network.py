@@ -259,8 +259,8 @@ class RayNetwork:
     def apply(self, burst: Iterable) -> "RayNetwork":
         """Inject a burst (items as for :func:`engine.parse_update`); a bad item is an
         :class:`InputError` and nothing of the burst is injected."""
-        from engine import parse_update
-        items = [parse_update(item) for item in burst]
+        from engine.network import parse_burst_items
+        items = parse_burst_items(burst)
         for _, pred, tup in items:
             self.injector.check(pred, tup)
         self.pending.extend(self.injector.updates(items).items())
