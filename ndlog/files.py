@@ -29,10 +29,25 @@ try:
 except ImportError:             # not POSIX: directories are not claimed
     fcntl = None
 
-__all__ = ["atomic_open", "write_atomic", "claimed_dir", "require_parent", "CLAIM_FILE"]
+__all__ = ["atomic_open", "write_atomic", "claimed_dir", "require_parent", "file_path",
+           "CLAIM_FILE"]
 
 #: the file in a claimed directory whose lock marks the claim (it holds the claimant's pid)
 CLAIM_FILE = ".psn-lock"
+
+
+def file_path(path, what: str = "file") -> Path:
+    """``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        If ``path`` is not a path (a string or an ``os.PathLike``), naming what it got.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"the {what} must be a path (a str or a pathlib.Path), got "
+                         f"{type(path).__name__} {path!r:.80}")
+    return Path(path)
 
 
 @contextmanager
@@ -55,7 +70,7 @@ def atomic_open(path: str | Path, what: str = "", newline: str | None = None
     ndlog.errors.InputError
         If the file cannot be created, written or renamed, naming it.
     """
-    path = Path(path)
+    path = file_path(path, what or "file")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fh = open(tmp, "w", newline=newline, encoding="utf-8")

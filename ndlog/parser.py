@@ -33,6 +33,7 @@ from lark import Lark, Transformer, v_args
 
 from . import ast as A
 from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span
+from .files import file_path
 
 __all__ = ["parse", "load", "as_program", "parse_facts", "parse_atom", "read_text", "FactShapes",
            "MAX_NESTING"]
@@ -522,7 +523,7 @@ def read_text(path: str | Path, what: str) -> str:
         byte (with its line and column).
     """
     try:
-        data = Path(path).read_bytes()
+        data = file_path(path, what).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
     if data.startswith(b"\xef\xbb\xbf"):

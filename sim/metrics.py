@@ -28,7 +28,7 @@ from operator import attrgetter, sub
 from pathlib import Path
 from typing import Hashable, Iterable, Mapping, NamedTuple
 
-from ndlog.files import atomic_open, write_atomic
+from ndlog.files import atomic_open, file_path, write_atomic
 
 __all__ = ["Counters", "Tally", "Snapshot", "StepResult", "Row", "RowTable", "write_json",
            "write_csv", "write_metrics", "TALLY_FIELDS", "STATE_FIELDS"]
@@ -362,7 +362,7 @@ def _cols(row: dict) -> list:
 def write_metrics(path: str | Path, run: dict, steps: list[StepResult]) -> None:
     """Write ``path`` as CSV if it ends in ``.csv`` (in any case, as facts files are read),
     else JSON."""
-    if Path(path).suffix.lower() == ".csv":
+    if file_path(path, "metrics file").suffix.lower() == ".csv":
         write_csv(path, steps)
     else:
         write_json(path, run, steps)

@@ -38,6 +38,20 @@ def test_an_interrupted_metrics_file_leaves_the_previous_one(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["m.csv"]
 
 
+def test_a_path_of_the_wrong_kind_is_an_input_error_naming_it():
+    """Simulation.write_metrics(3) and topologies.load(None) were TypeErrors from
+    pathlib."""
+    from ndlog.parser import read_text
+    from sim import Simulation
+    sim = Simulation("r1 reachable(@S, D) :- link(@S, D).", "ring")
+    for call, what in [(lambda: sim.write_metrics(3), "metrics file"),
+                       (lambda: write_atomic(None, "{}", "report"), "report"),
+                       (lambda: read_text(3.5, "facts file"), "facts file")]:
+        with pytest.raises(InputError, match=f"the {what} must be a path \\(a str or a "
+                                             f"pathlib.Path\\), got "):
+            call()
+
+
 def test_a_file_that_cannot_be_written_is_an_input_error_naming_it(tmp_path):
     missing = tmp_path / "no" / "such" / "dir" / "out.json"
     with pytest.raises(InputError, match=r"cannot write metrics file '.*out\.json'"):

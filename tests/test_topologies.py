@@ -528,3 +528,64 @@ def test_generators_called_from_python_check_their_options_as_make_does(call, wh
         call()
     assert topologies.ring(6.0).name == topologies.ring(n=6).name == "ring(6)"
     assert "n" in topologies.options_of("ring")
+
+
+def test_load_and_save_name_a_path_or_topology_of_the_wrong_kind(tmp_path):
+    """load(3) and save(topo, 3) were TypeErrors from pathlib, save({...}) an
+    AttributeError."""
+    ring = topologies.ring(4)
+    for call in (lambda: topologies.load(3), lambda: topologies.save(ring, None)):
+        with pytest.raises(InputError, match="the topology file must be a path .*, got"):
+            call()
+    with pytest.raises(InputError, match="save writes a topologies.Topology, got dict"):
+        topologies.save({"nodes": 4}, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_sensor_grid_is_not_written_to_an_upper_case_alt_file_either(tmp_path):
+    """save(grid, "sg.ALT") wrote JSON there; load() reads any case of .json as JSON."""
+    with pytest.raises(InputError, match="alt format has no place"):
+        topologies.save(topologies.sensor_grid(), tmp_path / "sg.ALT")
+
+
+def test_load_applies_latencies_to_json_and_names_an_unknown_option(tmp_path):
+    """load(x.json, latencies=...) ignored them, and a misspelt option was swallowed for
+    JSON files (a TypeError for alt files)."""
+    for suffix in (".json", ".alt"):
+        path = tmp_path / f"ring{suffix}"
+        topologies.save(topologies.ring(4), path)
+        assert {l.latency for l in topologies.load(path, latencies={"LL": 7}).links} == {7}
+        with pytest.raises(InputError, match="topologies.load has no option 'latncies'"):
+            topologies.load(path, latncies={"LL": 7})
+
+
+@pytest.mark.parametrize("latencies, what", [
+    ({"XX": 3}, "latencies: unknown link class 'XX'"),
+    ([1], "latencies map link classes to milliseconds, got list")])
+def test_latencies_of_an_unknown_class_or_kind_are_refused(latencies, what):
+    """latencies={"XX": 3} was ignored, latencies=[1] a TypeError."""
+    for call in (lambda: topologies.make("ts100", latencies=latencies),
+                 lambda: topologies.generate(latencies=latencies),
+                 lambda: topologies.ring(4).with_latencies(latencies)):
+        with pytest.raises(InputError, match=what):
+            call()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: topologies.make("ts100", seed="1"), "option seed must be a finite whole"),
+    (lambda: topologies.make("ring", seed=1.5), "option seed must be a whole number"),
+    (lambda: topologies.generate(seed="x"), "option seed must be a finite whole"),
+    (lambda: topologies.sensor_grid(seed=[1]), "option seed must be a finite whole"),
+    (lambda: topologies.generate_many(topologies.TS100, count=-1), "count must be >= 1"),
+    (lambda: topologies.generate(3), "GT-ITM parameters are a TSParams, got int 3"),
+    (lambda: topologies.make("gtitm", params="ts100"), "are a TSParams, got str"),
+    (lambda: topologies.generate_many(None), "are a TSParams, got NoneType"),
+    (lambda: topologies.ring(4).latency(0, 9), "9 is not a node of this topology"),
+    (lambda: topologies.ring(4).latency(0, -1), "-1 is not a node of this topology"),
+    (lambda: topologies.ring(4).neighbors("a"), "'a' is not a node of this topology")])
+def test_seeds_params_and_node_ids_of_the_wrong_kind_are_named(call, what):
+    """A string seed seeded the generator with the string, params=3 was an AttributeError,
+    latency(0, 9) an IndexError and latency(0, -1) the latency to the last node."""
+    with pytest.raises(InputError, match=what):
+        call()
+    assert topologies.make("ts100", seed=-1).n == topologies.generate(seed=2.0).n == 100

@@ -15,11 +15,12 @@ import math
 from pathlib import Path
 
 from ndlog.errors import InputError
+from ndlog.files import file_path
 from ndlog.parser import read_text
 from ndlog.text import format_bytes
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
-from .checks import check_options
+from .checks import check_option, check_options
 from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
 from .gtitm import (TS100, GeoParams, TSParams, format_spec, generate, generate_many,
                     parse_spec, read_spec, ts_variant)
@@ -184,6 +185,7 @@ def make(name: str = "ts100", seed: int = 0, **options) -> Topology:
         raise InputError(f"topology {name!r} has no option {unknown[0]!r}",
                          hint=f"the options of {name} are {', '.join(valid)}")
     options = check_options(name, options)
+    seed = check_option(name, "seed", seed)
     if name in ("ts100", "gtitm"):
         params = options.pop("params", None)
         spec = options.pop("spec", None)
@@ -217,12 +219,24 @@ def load(path: str | Path, **options) -> Topology:
     """Read a topology file: PSN JSON (a ``.json`` file, or one that starts with ``{`` or
     ``[``) or GT-ITM ``alt`` (anything else; it starts with ``GRAPH``).
 
-    ``options`` (``latencies``) apply to ``alt`` files.
+    ``latencies`` (per link class, as for the generators) overrides the latencies of
+    either format.
+
+    Raises
+    ------
+    InputError
+        For a file that cannot be read or parsed, or an option other than ``latencies``.
     """
-    path = Path(path)
+    unknown = [key for key in options if key != "latencies"]
+    if unknown:
+        raise InputError(f"topologies.load has no option {unknown[0]!r}",
+                         hint="its one option is latencies")
+    path = file_path(path, "topology file")
     head = read_text(path, "topology file")[:64].lstrip()
     if path.suffix.lower() == ".json" or head.startswith(("{", "[")):
-        return read_json(path)
+        topo = read_json(path)
+        latencies = options.get("latencies")
+        return topo if latencies is None else topo.with_latencies(latencies)
     return read_alt(path, **options)
 
 
@@ -235,7 +249,10 @@ def save(topo: Topology, path: str | Path) -> None:
         For a sensor grid (seeds, sink, radius) to an ``.alt`` file: the format cannot
         hold them, and the grid read back would be a plain graph.
     """
-    if str(path).endswith(".alt"):
+    path = file_path(path, "topology file")
+    if not isinstance(topo, Topology):
+        raise InputError(f"save writes a topologies.Topology, got {type(topo).__name__}")
+    if path.suffix.lower() == ".alt":
         if topo.seeds or topo.sink is not None or topo.radius is not None:
             raise InputError(f"cannot write the {topo.kind} to {path}: the alt format has "
                              f"no place for its seeds, sink and radius",

@@ -32,6 +32,7 @@ OPTION_KINDS = {
     "latency": (float, 0, None), "p": (float, 0, 1),
     "quirks": (bool, None, None), "connected": (bool, None, None),
     "placement": (str, None, None), "spec": (str, None, None),
+    "seed": (int, None, None), "count": (int, 1, None),
 }
 
 #: the spellings a yes/no option takes (any case)
@@ -115,7 +116,7 @@ def checked(name: str):
 
 def _example(key: str) -> str:
     return {"p": "0.2", "size": "100", "radius": "20", "latency": "1", "nodes": "300",
-            "sensors": "100", "seeds": "5", "m": "40", "n": "10"}.get(key, "4")
+            "sensors": "100", "seeds": "5", "m": "40", "n": "10", "seed": "1"}.get(key, "4")
 
 
 def _shown(value) -> str:

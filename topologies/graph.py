@@ -38,6 +38,26 @@ TRANSIT, STUB, SENSOR, PLAIN = "transit", "stub", "sensor", "node"
 DEFAULT_LATENCIES: Mapping[str, int] = {"TT": 50, "TS": 10, "SS": 2, "LL": 1}
 
 
+def check_latencies(latencies) -> Mapping[str, float]:
+    """``latencies``, a per-class override of :data:`DEFAULT_LATENCIES`, once its classes
+    are known ones (the values are checked on the links they make).
+
+    Raises
+    ------
+    InputError
+        For a value that is not a mapping, or a class that is not TT, TS, SS or LL.
+    """
+    if not isinstance(latencies, Mapping):
+        raise InputError(f"latencies map link classes to milliseconds, got "
+                         f"{type(latencies).__name__} {latencies!r:.80}",
+                         hint='e.g. latencies={"TT": 20}')
+    for cls in latencies:
+        if cls not in DEFAULT_LATENCIES:
+            raise InputError(f"latencies: unknown link class {cls!r}",
+                             hint=f"the classes are {', '.join(DEFAULT_LATENCIES)}")
+    return latencies
+
+
 def link_class(name_u: str, name_v: str) -> str:
     """Class of a link from its endpoints' GT-ITM name prefixes (``T:`` transit, ``S:`` stub).
 
@@ -218,9 +238,18 @@ class Topology:
     def _by_name(self) -> dict[str, int]:
         return {node.name: node.id for node in self.nodes}
 
+    def _node(self, u) -> int:
+        """``u`` once it is the id of one of the nodes (a negative index would count from
+        the end)."""
+        if isinstance(u, bool) or not isinstance(u, int) or not 0 <= u < self.n:
+            raise InputError(f"{u!r} is not a node of this topology",
+                             hint=f"node ids are 0..{self.n - 1}; topo.id_of(name) maps a "
+                                  f"name to its id")
+        return u
+
     def neighbors(self, u: int) -> list[int]:
         """Ids of ``u``'s neighbours, ascending."""
-        return sorted(self._adj[u])
+        return sorted(self._adj[self._node(u)])
 
     def degree(self, u: int) -> int:
         return len(self._adj[u])
@@ -274,6 +303,7 @@ class Topology:
 
     def hops_from(self, src: int) -> list[float]:
         """Hop counts from ``src`` to every node (breadth-first; ``inf`` if unreachable)."""
+        self._node(src)
         dist = [math.inf] * self.n
         dist[src] = 0
         frontier = [src]
@@ -298,6 +328,7 @@ class Topology:
         hit = cache.get(src)
         if hit is not None:
             return hit
+        self._node(src)
         dist = [math.inf] * self.n
         dist[src] = 0
         heap = [(0, src)]
@@ -321,6 +352,8 @@ class Topology:
         The link's own latency when ``u`` and ``v`` are neighbours, the shortest-path latency
         otherwise, 0 from a node to itself, ``inf`` between disconnected nodes.
         """
+        self._node(u)
+        self._node(v)
         if u == v:
             return 0
         link = self._adj[u].get(v)
@@ -396,6 +429,7 @@ class Topology:
 
         Classes missing from ``latencies`` keep their latency.
         """
+        check_latencies(latencies)
         links = [replace(l, latency=latencies[l.cls]) if l.cls in latencies else l
                  for l in self.links]
         return replace(self, links=tuple(links), meta=dict(self.meta))
@@ -422,8 +456,8 @@ def make_links(pairs: Iterable[tuple], nodes: tuple[Node, ...],
     :data:`DEFAULT_LATENCIES`) by class.
     """
     lat = dict(DEFAULT_LATENCIES)
-    if latencies:
-        lat.update(latencies)
+    if latencies is not None:
+        lat.update(check_latencies(latencies))
     out = []
     for pair in pairs:
         u, v = pair[0], pair[1]

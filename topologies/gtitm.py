@@ -384,6 +384,15 @@ def _halfup(x: int) -> int:
 
 # ---------------------------------------------------------------------- transtub()
 
+def _require_params(params) -> None:
+    """Refuse ``params`` unless it is a :class:`TSParams`, naming what it is."""
+    if not isinstance(params, TSParams):
+        raise InputError(f"GT-ITM parameters are a TSParams, got {type(params).__name__} "
+                         f"{params!r:.80}",
+                         hint="e.g. topologies.TS100, topologies.ts_variant(300), or "
+                              "topologies.read_spec(path)")
+
+
 def transtub(params: TSParams, rng: random.Random, *, quirks: bool = True,
              latencies: Mapping[str, float] | None = None, seed_label=None) -> Topology:
     """One transit-stub graph, GT-ITM's ``transtub()`` (``ts.c``) with ``rng``.
@@ -410,6 +419,7 @@ def transtub(params: TSParams, rng: random.Random, *, quirks: bool = True,
         ``kind="gtitm"``, nodes numbered and named as GT-ITM numbers and names them,
         ``meta`` with the scales, hop diameters and policy weights.
     """
+    _require_params(params)
     params.check()
     top, trans, stub = params.top, params.transit, params.stub
     spx = params.stubs_per_transit
@@ -597,6 +607,7 @@ def generate_many(params: TSParams, count: int | None = None, seed: int | None =
     ``count`` and ``seed`` default to the spec's own (``ts <count> [<seed>]``; seed 0 if the
     spec has none).
     """
+    _require_params(params)
     count = params.count if count is None else count
     seed = (params.seed or 0) if seed is None else seed
     rng = random.Random(seed)
