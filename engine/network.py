@@ -107,6 +107,12 @@ def parse_update(item) -> tuple[int, str, tuple]:
     return sign, pred, fact_values(pred, tup)
 
 
+def _callable(value, name: str, what: str) -> None:
+    """Refuse ``value`` unless it is None or callable (it would fail mid-run)."""
+    if value is not None and not callable(value):
+        raise InputError(f"{name} is {what}, got {type(value).__name__} {value!r:.80}")
+
+
 def parse_burst_items(burst) -> list[tuple[int, str, tuple]]:
     """Every item of ``burst``, a list of updates, normalized by :func:`parse_update`.
 
@@ -163,6 +169,11 @@ class Network:
                              contexts=contexts, placement=placement, unsafe=unsafe,
                              max_memory=max_memory, max_updates=max_updates)
         program = as_program(program)
+        _callable(on_node, "on_node", "a function of the new Node")
+        from .transport import Transport
+        if transport is not None and not isinstance(transport, Transport):
+            raise InputError(f"transport is an engine.transport.Transport, got "
+                             f"{type(transport).__name__}")
         self.options = opts
         self.source: A.Program = program
         self.resolved = opts.resolve(prepare(program))
@@ -305,6 +316,10 @@ class Network:
         NotConvergedError
             If the nodes sent more than ``max_updates`` updates without reaching quiescence.
         """
+        if max_polls is not None and (isinstance(max_polls, bool)
+                                      or not isinstance(max_polls, int) or max_polls < 0):
+            raise InputError(f"max_polls is a whole number >= 0 or None, got {max_polls!r}")
+        _callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
         self.ledger.check()
         t0 = time.perf_counter()
         try:

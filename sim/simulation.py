@@ -150,6 +150,10 @@ class Simulation:
         self.placement = opts.placement_map()
         if isinstance(processing, str):
             processing = ProcessingModel.parse(processing)
+        elif processing is not None and not isinstance(processing, ProcessingModel):
+            raise InputError(f"processing is a sim.ProcessingModel or a string such as "
+                             f"'20us+50us', got {type(processing).__name__} "
+                             f"{processing!r:.80}")
         self.clock = VirtualClock()
         latency = LatencyModel(self.topology, local=local_latency, placement=self.placement)
         self.transport = SimTransport(self.topology, delivery=opts.delivery, rng=self.rng,
@@ -251,11 +255,15 @@ class Simulation:
         Raises
         ------
         ndlog.errors.InputError
-            For a malformed ``spec`` or a ``max_steps`` that is not a whole number >= 0.
+            For a malformed ``spec``, a ``max_steps`` that is not a whole number >= 0, or a
+            ``callback`` that is not callable.
         """
         if max_steps is not None and (isinstance(max_steps, bool) or
                                       not isinstance(max_steps, int) or max_steps < 0):
             raise InputError(f"max_steps is a whole number >= 0, got {max_steps!r}")
+        if callback is not None and not callable(callback):
+            raise InputError(f"callback is a function (result, simulation), got "
+                             f"{type(callback).__name__} {callback!r:.80}")
         workload = parse_workload(spec, self.topology)
         ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
                               self.link_arity, self.cost, self.uses)

@@ -729,6 +729,31 @@ def test_a_burst_that_is_not_a_list_of_updates_is_named(burst, got):
     assert net.apply(["+link(@1, 5)"]).run().relations()["link"] == {(1, 2), (1, 5)}
 
 
+def test_callbacks_transports_and_bounds_of_the_wrong_kind_are_named_before_a_run():
+    """on_node=3, heartbeat=3 and callback=3 were TypeErrors in the middle of a run (the
+    callback's after the first step), transport=3 and processing=3 AttributeErrors, and
+    run(max_polls=-1) or max_polls="3" ran unbounded."""
+    from engine import Network
+    from sim import Simulation
+    net = Network(REACHABLE, {"link": [(1, 2)]})
+    sim = Simulation(REACHABLE, "ring")
+    tries = [(lambda: Network(REACHABLE, on_node=3), "on_node is a function of the new Node"),
+             (lambda: Network(REACHABLE, transport=3), "transport is an engine.transport"),
+             (lambda: net.run(heartbeat=3), "heartbeat is a function"),
+             (lambda: net.run(max_polls=-1), "max_polls is a whole number >= 0 or None, "
+                                             "got -1"),
+             (lambda: net.run(max_polls="3"), "max_polls is a whole number"),
+             (lambda: Simulation(REACHABLE, "ring", processing=3),
+              "processing is a sim.ProcessingModel or a string such as '20us\\+50us', got "
+              "int 3"),
+             (lambda: sim.run_workload("all", callback=3), "callback is a function")]
+    for attempt, what in tries:
+        with pytest.raises(InputError, match=what):
+            attempt()
+    assert sim.steps == []
+    assert net.run(max_polls=100).relations()["reachable"] == {(1, 2)}
+
+
 @pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),
                                          ([1, {2}], "set")])
 def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
