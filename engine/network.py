@@ -107,6 +107,17 @@ def parse_update(item) -> tuple[int, str, tuple]:
     return sign, pred, fact_values(pred, tup)
 
 
+def check_relation(pred, names) -> None:
+    """Raise :class:`InputError` unless ``pred`` is one of the relation ``names`` (a
+    misspelt name would read as an empty relation)."""
+    if pred not in names:
+        import difflib
+        close = difflib.get_close_matches(str(pred), sorted(names), n=3)
+        raise InputError(f"the program has no relation {pred!r}",
+                         hint=("did you mean " + " or ".join(repr(c) for c in close) + "?")
+                         if close else "its relations are " + ", ".join(sorted(names)))
+
+
 def _callable(value, name: str, what: str) -> None:
     """Refuse ``value`` unless it is None or callable (it would fail mid-run)."""
     if value is not None and not callable(value):
@@ -354,6 +365,7 @@ class Network:
 
     def multiset(self, pred: str) -> dict[tuple, int]:
         """``tuple -> number of stored occurrences`` of ``pred`` over all nodes."""
+        check_relation(pred, self.relation_names(hidden=True))
         return self.host.multiset(pred)
 
     def node_state(self, node_id: Any, hidden: bool = True) -> dict[str, dict[tuple, Any]]:

@@ -754,6 +754,16 @@ def test_callbacks_transports_and_bounds_of_the_wrong_kind_are_named_before_a_ru
     assert net.run(max_polls=100).relations()["reachable"] == {(1, 2)}
 
 
+def test_multiset_of_a_relation_the_program_does_not_have_is_named():
+    """multiset("lnk") was {}, as for a relation with no tuples."""
+    from engine import Network
+    net = Network(REACHABLE, {"link": [(1, 2)]}).run()
+    with pytest.raises(InputError, match="the program has no relation 'lnk'") as info:
+        net.multiset("lnk")
+    assert info.value.hint == "did you mean 'link'?"
+    assert net.multiset("reachable") == {(1, 2): 1} and net.multiset("r2_aux") == {}
+
+
 @pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),
                                          ([1, {2}], "set")])
 def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):

@@ -365,6 +365,41 @@ def test_bad_worker_counts_are_input_errors(ray_pool):
         RayNetwork(REACH, pool=ray_pool, workers=2, placement={1: 5})
 
 
+@pytest.mark.parametrize("make, what", [
+    (lambda: RayNetwork(REACH, [("link", (1, 2))]), "facts must be a mapping of predicate"),
+    (lambda: RayNetwork(REACH, {"link": (1, 2)}), "fact of 'link' must be a tuple, got 1"),
+    (lambda: RayNetwork(REACH, {"link": [(1, 2, 3)]}), "has 3 arguments"),
+    (lambda: RayNetwork(REACH, workers=0), "number of workers must be a positive integer"),
+    (lambda: RayNetwork(REACH, workers=1, placement={1: 5}), "placed on worker 5"),
+    (lambda: RayNetwork(REACH, on_node=3), "on_node is a function"),
+    (lambda: RayNetwork(REACH, max_recoveries="x"), "max_recoveries is a whole number"),
+    (lambda: RayNetwork(REACH, pool=4), "pool is a WorkerPool, got int")])
+def test_bad_arguments_are_refused_before_any_actor_starts(monkeypatch, make, what):
+    """Facts as a list, or a row that is not a tuple, were an AttributeError or TypeError;
+    those and a wrong arity, workers=0 or a bad placement were refused only after the
+    network had started its actors, which nothing then stopped."""
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a WorkerPool was started")
+    monkeypatch.setattr("psn.distributed.network.WorkerPool.__init__", no_pool)
+    with pytest.raises(InputError, match=what):
+        make()
+
+
+def test_a_closed_network_says_so_and_a_misspelt_relation_is_named():
+    """After close(), relations() was empty sets, metrics had no counters and run() an
+    IndexError; multiset("lnk") was {}."""
+    net = RayNetwork(REACH, {"link": [(1, 2)]}, workers=1)
+    with net:
+        assert net.run().multiset("reachable") == {(1, 2): 1}
+        with pytest.raises(InputError, match="no relation 'lnk'") as info:
+            net.multiset("lnk")
+        assert info.value.hint == "did you mean 'link'?"
+    for read in (net.relations, lambda: net.metrics, net.run, lambda: net.multiset("link")):
+        with pytest.raises(InputError, match="this RayNetwork is closed") as info:
+            read()
+        assert "before close()" in info.value.hint
+
+
 def test_engine_error_on_a_worker_reaches_the_driver(ray_pool):
     # a rule failing at run time on a worker (division by zero) raises in the driver the
     # same PSN error, with its position, as the in-memory engine

@@ -43,10 +43,12 @@ from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayEr
 
 from engine import Injector, Placement, RunOptions, prepare
 from engine.host import Contexts
+from engine.network import check_relation
 from engine.transport import TrafficMetrics
 from engine.wire import Codec
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.parser import as_program
+from ndlog.reference import fact_rows
 from ndlog.text import count_noun
 
 from .actor import actor_class
@@ -216,13 +218,31 @@ class RayNetwork:
         self.injector = Injector(program, self.program, self.resolved.scheme,
                                  self._contexts, self.resolved)
         self._codec = Codec(self.resolved.scheme)
-        self._own_pool = pool is None
-        self.pool = pool if pool is not None else WorkerPool(workers or 2, address)
-        n = len(self.pool) if workers is None else workers
-        if not isinstance(n, int) or not 1 <= n <= len(self.pool):
-            raise InputError(f"cannot run {n!r} workers on a pool of {len(self.pool)}")
+        if on_node is not None and not callable(on_node):
+            raise InputError(f"on_node is a function of the new Node, got "
+                             f"{type(on_node).__name__} {on_node!r:.80}")
+        if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int) \
+                or max_recoveries < 0:
+            raise InputError(f"max_recoveries is a whole number >= 0, got "
+                             f"{max_recoveries!r}")
+        if facts is not None and not isinstance(facts, Mapping):
+            raise InputError(f"facts must be a mapping of predicate -> tuples, got "
+                             f"{type(facts).__name__}")
+        # everything that can be refused is checked before any actor starts: an error
+        # raised here leaves no pool behind for the caller to close
+        if pool is not None and not isinstance(pool, WorkerPool):
+            raise InputError(f"pool is a WorkerPool, got {type(pool).__name__}")
+        n = (len(pool) if pool is not None else 2) if workers is None else workers
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"the number of workers must be a positive integer, got "
+                             f"{n!r}", hint="a closed WorkerPool has no actors: make a "
+                             "new one" if pool is not None and not len(pool) else None)
+        if pool is not None and n > len(pool):
+            raise InputError(f"cannot run {n} workers on a pool of {len(pool)}")
         self.placement = _placement(placement, n)
         self.workers = n
+        self._own_pool = pool is None
+        self.pool = pool
         self.epoch = 0
         self.key = uuid.uuid4().hex
         self.history: list[dict[int, bytes]] = []
@@ -238,9 +258,11 @@ class RayNetwork:
         self._needs_replay = True
         initial = [(1, f.pred, f.values) for f in program.facts]
         for pred, rows in (facts or {}).items():
-            initial.extend((1, pred, tuple(r)) for r in rows)
+            initial.extend((1, pred, r) for r in fact_rows(pred, rows))
         if initial:
             self.apply(initial)
+        if self.pool is None:
+            self.pool = WorkerPool(n, address)
 
     # -- bursts (the ledger) -------------------------------------------------------------
     def __repr__(self) -> str:
@@ -273,6 +295,7 @@ class RayNetwork:
     # -- running -------------------------------------------------------------------------
     def start(self) -> "RayNetwork":
         """Send the pending bursts to the workers without waiting for quiescence."""
+        self._require_open()
         self.injector.ledger.check()  # InputError for a deletion that matches no insertion
         pending, self.pending = self.pending, []
         if not pending:
@@ -404,6 +427,7 @@ class RayNetwork:
 
     def _gather(self, method: str, *args) -> list:
         """Call a read-only method on every worker, recovering from failures first."""
+        self._require_open()
         if self._needs_replay:   # never run, or a failure not yet repaired
             self.run()
         while True:
@@ -434,6 +458,7 @@ class RayNetwork:
 
     def multiset(self, pred: str) -> dict[tuple, int]:
         """``tuple -> number of stored occurrences`` of ``pred`` over all workers."""
+        check_relation(pred, self.relation_names(hidden=True))
         out: dict[tuple, int] = {}
         for part in self._gather("multiset", pred):
             for t, n in part:
@@ -491,6 +516,14 @@ class RayNetwork:
     def actors(self) -> list:
         """The actor handles of the workers, by index (for fault-injection tests)."""
         return self.pool.actors[:self.workers]
+
+    def _require_open(self) -> None:
+        """Raise :class:`InputError` if the workers are gone (:meth:`close`, or the pool's
+        own ``close``): a closed network would read as empty."""
+        if len(self.pool.actors) < self.workers:
+            raise InputError("this RayNetwork is closed: its workers were stopped",
+                             hint="read relations and metrics before close() (or the end "
+                                  "of the with block), or make a new RayNetwork")
 
     def close(self) -> None:
         """Kill the actors if this network created its pool (Ray keeps running)."""
