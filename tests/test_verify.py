@@ -363,6 +363,20 @@ def test_unknown_fact_in_a_burst_is_an_input_error():
         psn.verify(REACH, {"link": [(1, 2)]}, [["-nosuch(@1)"]])
 
 
+@pytest.mark.parametrize("facts, bursts, what", [
+    (3, [["-link(@1, 2)"]], "facts are {pred: [tuple, ...]} or a list of insertions, got int"),
+    ("link(@1, 2)", [["-link(@1, 2)"]], "or a list of insertions, got str 'link"),
+    ({"link": [5]}, [["-link(@1, 2)"]], "fact of 'link' must be a tuple, got 5"),
+    ({"link": [(1, 2)]}, 3, "bursts must be a list of bursts, each a list of updates, got int"),
+    ({"link": [(1, 2)]}, [3], "a burst is a list of updates, got int 3"),
+    ({"link": [(1, 2)]}, [{"link": [(1, 2)]}], "a burst is a list of updates, got dict")])
+def test_facts_and_bursts_of_the_wrong_kind_are_named(facts, bursts, what):
+    """facts=3, a row 5 and bursts=3 were TypeErrors; facts given as one string and a burst
+    given as a dict were read character by character into a syntax error."""
+    with pytest.raises(psn.InputError, match=re.escape(what)):
+        psn.verify(REACH, facts, bursts)
+
+
 # -- the command line ---------------------------------------------------------------------------
 def _files(tmp_path):
     facts = tmp_path / "facts.ndl"

@@ -270,7 +270,7 @@ class Problem:
             For a malformed fact or update, or nothing to verify (no bursts, and a scope
             that delivers the facts in one order).
         """
-        from engine.network import parse_update
+        from engine.network import parse_burst_items
         from ndlog.parser import as_program
         program = as_program(program)
         if bursts is None:
@@ -279,20 +279,25 @@ class Problem:
         if isinstance(facts, Mapping):
             items = []
             for pred, rows in facts.items():
-                items.extend((1, pred, tuple(r)) for r in fact_rows(pred, rows))
+                items.extend((1, pred, r) for r in fact_rows(pred, rows))
             facts = items
-        fact_updates = tuple(parse_update(u) for u in (facts or ()))
+        elif facts is not None and (isinstance(facts, (str, bytes))
+                                    or not isinstance(facts, Iterable)):
+            raise InputError(f"facts are {{pred: [tuple, ...]}} or a list of insertions, "
+                             f"got {type(facts).__name__} {facts!r:.80}")
+        fact_updates = tuple(parse_burst_items(facts or ()))
         for sign, pred, tup in fact_updates:
             if sign < 0:
                 raise InputError(f"initial facts are insertions; -{pred}{tup!r} deletes",
                                  hint="put deletions in a burst")
-        if isinstance(bursts, (str, bytes)):
-            raise InputError("bursts must be a list of bursts, each a list of updates")
+        if isinstance(bursts, (str, bytes)) or not isinstance(bursts, Iterable):
+            raise InputError(f"bursts must be a list of bursts, each a list of updates, "
+                             f"got {type(bursts).__name__} {bursts!r:.80}")
         burst_updates = []
         for burst in bursts:
             if isinstance(burst, (str, bytes)):
                 raise InputError(f"a burst must be a list of updates, got {burst!r}")
-            burst_updates.append(tuple(parse_update(u) for u in burst))
+            burst_updates.append(tuple(parse_burst_items(burst)))
         if not isinstance(scope, Scope):
             scope = Scope.parse(scope)
         if not burst_updates and not scope.facts:
