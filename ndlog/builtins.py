@@ -36,7 +36,7 @@ def fact_values(pred: str, row) -> tuple:
     ------
     InputError
         Naming the predicate and the value, for a value that cannot be stored (a set, a
-        dict, ...).
+        dict, ..., or a float nan, which equals nothing and so could never be deleted).
     """
     values = _frozen(row)
     try:
@@ -46,7 +46,17 @@ def fact_values(pred: str, row) -> tuple:
         raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: {bad!r} (a "
                          f"{type(bad).__name__})",
                          hint="values are numbers, strings and lists of them") from None
+    if _has_nan(values):
+        raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: nan",
+                         hint="nan equals no value, itself included, so such a fact could "
+                              "never be matched or deleted; use a string or a number")
     return values
+
+
+def _has_nan(values: tuple) -> bool:
+    """Whether a float nan is in ``values`` (tuples in tuples)."""
+    return any(v != v if type(v) is float else type(v) is tuple and _has_nan(v)
+               for v in values)
 
 
 def _unhashable(values: tuple):

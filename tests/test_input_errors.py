@@ -780,6 +780,22 @@ def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
     assert net.relations()["reachable"] == {(1, 2)}      # nothing was accepted
 
 
+@pytest.mark.parametrize("value", [float("nan"), [2, float("nan")]])
+def test_a_nan_in_a_fact_is_refused_since_it_could_never_be_deleted(value):
+    """link(1, nan) was stored, and its deletion then matched no insertion (nan != nan)."""
+    from engine import Network
+    net = Network(REACHABLE, {"link": [(1, 2)]}).run()
+    tries = [lambda: psn.evaluate(REACHABLE, {"link": [(1, value)]}),
+             lambda: Network(REACHABLE, {"link": [(1, value)]}),
+             lambda: net.apply([(1, "link", (1, value))])]
+    for attempt in tries:
+        with pytest.raises(InputError, match="a fact of 'link' has a value NDlog cannot "
+                                             "hold: nan") as info:
+            attempt()
+        assert "never be matched or deleted" in info.value.hint
+    assert net.relations()["link"] == {(1, 2)}
+
+
 def test_lists_in_facts_are_stored_as_tuples_at_every_depth():
     got = psn.evaluate(REACHABLE, {"link": [(1, [2, (3, [4])])]})
     assert got["reachable"] == {(1, (2, (3, (4,))))}
