@@ -554,7 +554,9 @@ def base_facts(program: A.Program, facts: Mapping[str, Iterable] | None = None
 
 
 def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
-             aggsel: bool | str = True, hidden: bool = False) -> dict[str, set[tuple]]:
+             aggsel: bool | str = True, hidden: bool = False,
+             guard: Callable[[int, frozenset], object] | None = None
+             ) -> dict[str, set[tuple]]:
     """Evaluate a program centrally to its least fixpoint.
 
     Parameters
@@ -569,6 +571,12 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
         shortest-path program enumerates every simple path.
     hidden:
         Also return auxiliary predicates introduced by rewrites.
+    guard:
+        Called as ``guard(round, predicates)`` after every firing of a rule, with the
+        number of the semi-naive round (0 for the rules that read no predicate of their
+        stratum, and for aggregates) and the predicates of the stratum being evaluated; it
+        raises to stop the evaluation (``psn.evaluate`` passes a memory ceiling, which
+        stops a program that does not terminate). Nothing is checked within one firing.
 
     Returns
     -------
@@ -583,10 +591,15 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     garbage collector is paused meanwhile (:func:`ndlog.gcpause.relaxed_gc`).
     """
     with relaxed_gc():
-        return _evaluate(program, facts, aggsel, hidden)
+        return _evaluate(program, facts, aggsel, hidden, guard or _unguarded)
 
 
-def _evaluate(program: A.Program, facts, aggsel, hidden: bool) -> dict[str, set[tuple]]:
+def _unguarded(rounds: int, predicates: frozenset) -> None:
+    """The guard of an evaluation that nothing stops."""
+
+
+def _evaluate(program: A.Program, facts, aggsel, hidden: bool, guard
+              ) -> dict[str, set[tuple]]:
     program = lift_atom_expressions(project_negated_wildcards(program))
     rels: dict[str, Relation] = {}
 
@@ -606,7 +619,7 @@ def _evaluate(program: A.Program, facts, aggsel, hidden: bool) -> dict[str, set[
         for comp in strata(program):
             rules = [r for p in comp for r in by_head.get(p, [])]
             if rules:
-                _eval_stratum(set(comp), rules, rel, specs)
+                _eval_stratum(set(comp), rules, rel, specs, guard)
     except PSNError as exc:   # a runtime error at a rule: show the rule's line
         raise exc.locate(program.source, program.filename)
     out = {p: set(r.tuples) for p, r in rels.items()}
@@ -636,7 +649,8 @@ def _head_fn(rule: A.Rule):
     return _tuple_fn(rule.head.args)
 
 
-def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
+def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs, guard) -> None:
+    preds = frozenset(comp)
     for r in rules:
         if r.is_aggregate:
             target = rel(r.head.pred)
@@ -646,6 +660,7 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
                 raise _too_deep(r) from None
             for t in derived:
                 target.add(t)
+            guard(0, preds)
     plain = [r for r in rules if not r.is_aggregate]
     selections = {p: _Selection(specs[p]) for p in comp if p in specs}
     delta: dict[str, set[tuple]] = {p: set(rel(p).tuples) for p in comp}
@@ -653,12 +668,13 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
 
     def derive(r: A.Rule, run) -> None:
         head = _head_fn(r)
-        guard = _monotone_guard(r, specs[r.head.pred]) if r.head.pred in selections else None
+        monotone = (_monotone_guard(r, specs[r.head.pred]) if r.head.pred in selections
+                    else None)
         target, bucket = rel(r.head.pred), pending.setdefault(r.head.pred, set())
 
         def emit(env: Env) -> None:
-            if guard:
-                guard(env)
+            if monotone:
+                monotone(env)
             t = head(env)
             if t not in target.tuples:
                 bucket.add(t)
@@ -670,7 +686,9 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
                 run(emit)
         except RecursionError:
             raise _too_deep(r) from None
+        guard(rounds, preds)
 
+    rounds = 0
     for r in plain:
         if not any(a.pred in comp for a in r.body_atoms):
             derive(r, compile_body(r, None, lambda i: rel,
@@ -683,6 +701,7 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs) -> None:
     delta = _merge(pending, rel, selections, delta)
     plans = _delta_plans(plain, comp, rel, delta, selections)
     while any(delta.values()):
+        rounds += 1
         pending = {}
         for r, run, pred in plans:
             if delta.get(pred):

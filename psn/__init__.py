@@ -30,22 +30,29 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def evaluate(program, facts=None, **options):
+def evaluate(program, facts=None, *, max_memory=None, **options):
     """Evaluate ``program`` centrally with synchronous semi-naive evaluation.
 
     ``program`` is a parsed program or NDlog text (parsed and checked here, as
     :class:`Network` does). ``facts`` are checked against it as :class:`Network` checks
     them: a predicate the program neither uses nor declares (``materialize``), or a tuple
     of another arity, is an :class:`InputError` naming it (so a misspelt predicate is not
-    an empty result). See
-    :func:`ndlog.reference.evaluate` for the other parameters; returns
-    ``dict[str, set[tuple]]`` for every non-hidden relation.
+    an empty result). ``max_memory`` is a ceiling on the process's resident memory in
+    bytes, as a run's (None: three quarters of the machine's memory; 0: none), checked
+    after every rule firing: past it the evaluation stops with an
+    :class:`EvaluationError` (``engine.guards.MemoryLimitError``) naming the round and
+    the predicates, instead of running a program without a finite fixpoint until the
+    machine runs out of memory. See :func:`ndlog.reference.evaluate` for the other
+    parameters; returns ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
     from ndlog.reference import evaluate as _evaluate
+
+    from .oracle import memory_ceiling
+    guard = memory_ceiling(max_memory)
     program = as_program(program)
     if facts is not None:
         facts = _checked_facts(program, facts)
-    return _evaluate(program, facts, **options)
+    return _evaluate(program, facts, guard=guard, **options)
 
 
 def _checked_facts(program, facts) -> Mapping:

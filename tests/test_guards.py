@@ -5,13 +5,18 @@ does (accepted programs match the reference on seeded random bursts under any de
 every kind of refused program has a burst on which set semantics gives a wrong answer).
 Derivation-set budget: the scheme's bookkeeping, and a 3x3 grid that stops with an error
 naming a fact where absorption finishes. Memory ceiling: size parsing (a ceiling below
-what the process already uses is refused) and a guard that trips after a real allocation.
+what the process already uses is refused) and a guard that trips after a real allocation;
+the centralized reference's ceiling stops a program without a finite fixpoint (in a child
+process whose address space is capped, so that a broken guard cannot exhaust the machine).
 """
 
 from __future__ import annotations
 
 import random
 import re
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -386,3 +391,76 @@ def test_cgroup_limits_v2_and_v1(tmp_path):
     assert _cgroup_limit(str(tmp_path / "v1/cgroup"), str(tmp_path / "v1/fs")) == 1 << 30
     write("none/cgroup", "0::/\n")
     assert _cgroup_limit(str(tmp_path / "none/cgroup"), str(tmp_path / "none/fs")) is None
+
+
+# -- the centralized reference's memory ceiling ------------------------------------------
+
+#: a program without a finite fixpoint: the path vectors around a 2-cycle grow forever
+ENDLESS = """
+p1 path(@S, D, P) :- link(@S, D), P := [S, D].
+p2 path(@S, D, P) :- link(@S, Z), path(@Z, D, P2), P := f_prepend(S, P2).
+"""
+
+
+def _bounded(args: list[str], tmp_path) -> subprocess.CompletedProcess:
+    """``args`` run in a child whose address space is capped at 4 GiB and whose time is
+    capped at 120 s: a guard that did not stop the endless program cannot take the machine
+    down with the test."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, preexec_fn=cap)
+
+
+def test_evaluate_stops_a_program_without_a_finite_fixpoint(tmp_path):
+    (tmp_path / "endless.ndl").write_text(ENDLESS)
+    code = ("import psn\n"
+            "from engine.guards import current_rss\n"
+            "try:\n"
+            "    psn.evaluate(open('endless.ndl').read(), {'link': [(1, 2), (2, 1)]},\n"
+            "                 max_memory=current_rss() + (200 << 20))\n"
+            "except psn.EvaluationError as exc:\n"
+            "    print(type(exc).__name__, exc.used > exc.limit, exc.render())\n")
+    done = _bounded(["-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("MemoryLimitError True error: the evaluation used ")
+    assert re.search(r"over its max_memory of [\d.]+ MiB, in round [\d,]+ of the "
+                     r"semi-naive evaluation of path;", done.stdout), done.stdout
+    assert "raise max_memory (or 0 for none)" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["eval", "reference --engine python"])
+def test_psn_eval_and_reference_stop_past_max_memory(tmp_path, command):
+    (tmp_path / "endless.ndl").write_text(ENDLESS)
+    (tmp_path / "links.ndl").write_text("link(@1, 2). link(@2, 1).\n")
+    done = _bounded(["-m", "psn", *command.split(), "endless.ndl", "--facts", "links.ndl",
+                     "--max-memory", "300M"], tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("error: the evaluation used "), done.stderr[-2000:]
+    assert "over its --max-memory of 300.0 MiB, in round " in done.stderr
+    assert "(or off for none)" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_reference_ceiling_is_checked_up_front(capsys):
+    from psn.cli import main
+    program = str(Path(__file__).resolve().parents[1] / "examples" / "reachable.ndl")
+    assert main(["reference", program, "--engine", "spark", "--max-memory", "1G"]) == 2
+    assert "--max-memory applies to --engine python" in capsys.readouterr().err
+    assert main(["eval", program, "--max-memory", "1K"]) == 2
+    assert "--max-memory '1K' is below the minimum" in capsys.readouterr().err
+    for bad in ("4G", -1, True, 1.5e9):
+        with pytest.raises(InputError, match="max_memory is a memory ceiling in bytes"):
+            psn.evaluate(REACH, {"link": [(1, 2)]}, max_memory=bad)
+    assert psn.evaluate(REACH, {"link": [(1, 2)]}, max_memory=0)["reachable"] == {(1, 2)}
+
+
+def test_the_reference_guard_sees_every_round_of_each_stratum():
+    from ndlog.reference import evaluate
+    seen = []
+    line = [(i, i + 1) for i in range(6)]
+    result = evaluate(psn.parse(REACH), {"link": line},
+                      guard=lambda rounds, preds: seen.append((rounds, preds)))
+    assert len(result["reachable"]) == 21
+    assert {preds for _, preds in seen} == {frozenset({"reachable"})}
+    rounds = [r for r, _ in seen]
+    assert rounds == sorted(rounds) and rounds[0] == 0 and max(rounds) >= 5

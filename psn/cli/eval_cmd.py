@@ -1,5 +1,6 @@
-"""``psn eval PROGRAM [--facts FILE]... [--format table|json|csv] [--output FILE]``: run
-the centralized reference evaluator and print (or write) every relation.
+"""``psn eval PROGRAM [--facts FILE]... [--format table|json|csv] [--output FILE]
+[--max-memory SIZE]``: run the centralized reference evaluator and print (or write) every
+relation, stopping it past its memory ceiling (a program without a finite fixpoint).
 
 Deliberately not here: distributed execution (``psn run``) and Spark (``psn reference``).
 """
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from .reference_cmd import add_output_options, output_format, write_text
+from .reference_cmd import add_memory_option, add_output_options, memory_guard, output_format, \
+    write_text
 
 __all__ = ["register", "run"]
 
@@ -28,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="turn aggregate selection off (enumerates every path)")
     p.add_argument("--relation", action="append", default=[], metavar="NAME",
                    help="print only this relation (repeatable)")
+    add_memory_option(p)
     p.set_defaults(func=run)
 
 
@@ -45,9 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from ndlog.reference import evaluate
 
     fmt = output_format(args.format, args.output)
+    guard = memory_guard(args.max_memory)
     program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))
-    result = evaluate(program, facts, aggsel=not args.no_aggsel)
+    result = evaluate(program, facts, aggsel=not args.no_aggsel, guard=guard)
     result = select_relations(result, args.relation)
     write_text(render_relations(result, fmt), args.output)
     return 0

@@ -1,5 +1,6 @@
 """``psn reference PROGRAM [--facts FILE]... [--engine python|spark] [--spark-master URL]
-[--format table|json|csv] [--output FILE]``: compute the reference result relations.
+[--format table|json|csv] [--output FILE] [--max-memory SIZE]``: compute the reference
+result relations.
 
 Role: the command-line face of the two reference evaluators: the Python one
 (:func:`ndlog.reference.evaluate`) and the Spark batch one
@@ -18,7 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["register", "run", "add_output_options", "output_format", "write_text", "FORMATS"]
+__all__ = ["register", "run", "add_output_options", "add_memory_option", "memory_guard",
+           "output_format", "write_text", "FORMATS"]
 
 #: formats relations can be rendered in (:func:`ndlog.output.render_relations`)
 FORMATS = ("table", "json", "csv")
@@ -44,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_output_options(p)
     p.add_argument("--no-aggsel", action="store_true",
                    help="turn aggregate selection off (enumerates every path)")
+    add_memory_option(p, " (--engine python)")
     p.set_defaults(func=run)
 
 
@@ -61,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.spark_master and args.engine != "spark":
         raise InputError("--spark-master needs --engine spark")
+    if args.max_memory is not None and args.engine == "spark":
+        raise InputError("--max-memory applies to --engine python; Spark's memory is set "
+                         "by Spark's own configuration", hint="leave out --max-memory, or "
+                         "use --engine python")
+    guard = memory_guard(args.max_memory)
     fmt = output_format(args.format, args.output)
     program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))
@@ -70,9 +78,27 @@ def run(args: argparse.Namespace) -> int:
                                 master=args.spark_master)
     else:
         from ndlog.reference import evaluate
-        result = evaluate(program, facts, aggsel=not args.no_aggsel)
+        result = evaluate(program, facts, aggsel=not args.no_aggsel, guard=guard)
     write_text(render_relations(result, fmt), args.output)
     return 0
+
+
+def add_memory_option(p: argparse.ArgumentParser, where: str = "") -> None:
+    """Add ``--max-memory`` to a subcommand that runs the Python reference."""
+    p.add_argument("--max-memory", default=None, metavar="SIZE",
+                   help="stop the evaluation past this resident memory" + where + ": 4G, "
+                   "512M, a fraction of this machine's memory (0.5), or off (default 0.75; "
+                   "a program without a finite fixpoint stops there)")
+
+
+def memory_guard(text: str | None):
+    """The guard of ``--max-memory`` ``text`` (None: the default ceiling) for
+    :func:`ndlog.reference.evaluate`, or None for no ceiling."""
+    from engine.guards import parse_memory
+
+    from ..oracle import memory_ceiling
+    size = None if text is None else parse_memory(text)
+    return memory_ceiling(size, "--max-memory", "off")
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
