@@ -32,14 +32,14 @@ from typing import Any, Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.builtins import fact_values
 from ndlog.errors import EvaluationError, InputError, PSNError
-from ndlog.parser import as_program, parse_atom
+from ndlog.parser import FactShapes, as_program, parse_atom
 from ndlog.reference import fact_rows
 from ndlog.text import count_noun
 
 from .host import Host
 from .ledger import Injector
 from .node import Node
-from .options import CONTEXTS, RunOptions
+from .options import CONTEXTS, RunOptions, require_flag
 from .program import EngineProgram, prepare
 
 __all__ = ["Network", "NotConvergedError", "parse_update", "parse_burst_items",
@@ -75,11 +75,13 @@ class NotConvergedError(EvaluationError):
             super().__init__(done)
 
 
-def parse_update(item) -> tuple[int, str, tuple]:
+def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
     """Normalize one burst item to ``(sign, pred, tuple)``.
 
     Accepts ``(sign, pred, tuple)`` with sign ``1``/``-1``/``"+"``/``"-"``, or a string
-    ``"+link(@a, b)"`` / ``"-link(@a, b)."`` / ``"link(@a, b)"`` (insertion).
+    ``"+link(@a, b)"`` / ``"-link(@a, b)."`` / ``"link(@a, b)"`` (insertion). A
+    :class:`ndlog.parser.FactShapes` ``shapes`` checks a string against the program as a
+    facts file is checked (predicate, arity, and the place of its ``@``).
     """
     if isinstance(item, str):
         text = item.strip()
@@ -87,7 +89,7 @@ def parse_update(item) -> tuple[int, str, tuple]:
         if text[:1] in "+-":
             sign = 1 if text[0] == "+" else -1
             text = text[1:]
-        fact = parse_atom(text)
+        fact = parse_atom(text, shapes=shapes)
         return sign, fact.pred, fact.values
     try:
         sign, pred, tup = item
@@ -124,8 +126,11 @@ def _callable(value, name: str, what: str) -> None:
         raise InputError(f"{name} is {what}, got {type(value).__name__} {value!r:.80}")
 
 
-def parse_burst_items(burst) -> list[tuple[int, str, tuple]]:
-    """Every item of ``burst``, a list of updates, normalized by :func:`parse_update`.
+def parse_burst_items(burst, program: A.Program | None = None
+                      ) -> list[tuple[int, str, tuple]]:
+    """Every item of ``burst``, a list of updates, normalized by :func:`parse_update`;
+    with the ``program``, an update written as a string is checked against it as a
+    facts file is (``"+link(1, @2)"`` puts the ``@`` on the wrong argument).
 
     Raises
     ------
@@ -136,7 +141,11 @@ def parse_burst_items(burst) -> list[tuple[int, str, tuple]]:
         raise InputError(f"a burst is a list of updates, got {type(burst).__name__} "
                          f"{burst!r:.80}",
                          hint='e.g. ["+link(@1, 2)"] or [(-1, "link", (1, 2))]')
-    return [parse_update(item) for item in burst]
+    shapes = None
+    if program is not None:
+        from ndlog.output import program_shapes
+        shapes = FactShapes(**program_shapes(program))
+    return [parse_update(item, shapes) for item in burst]
 
 
 class Network:
@@ -268,7 +277,7 @@ class Network:
             (:class:`engine.guards.UnsafeAnnotationError`); nothing of the burst is
             injected then.
         """
-        items = parse_burst_items(burst)
+        items = parse_burst_items(burst, self.source)
         for _, pred, tup in items:
             self.injector.check(pred, tup)
         for dst, ups in self.injector.updates(items).items():
@@ -350,6 +359,7 @@ class Network:
     def relation_names(self, hidden: bool = False) -> set[str]:
         """The relations :meth:`relations` returns: every visible predicate of the program
         (with ``hidden``, the localizer's auxiliaries and aggregate inputs too)."""
+        require_flag(hidden, "hidden")
         preds = set(self.program.visible) | self.ledger.preds
         if hidden:
             return preds | set(self.program.predicates)

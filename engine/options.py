@@ -42,7 +42,7 @@ from ndlog.analysis import AGGSEL_CHOICES, aggsel_mode
 from ndlog.errors import InputError
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
-           "DEFAULT_MAX_UPDATES", "aggsel_mode"]
+           "DEFAULT_MAX_UPDATES", "aggsel_mode", "require_flag"]
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
@@ -144,7 +144,7 @@ class RunOptions:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise InputError(f"the seed must be an integer, not {self.seed!r}")
         for name in ("batch", "roundtrip", "unsafe"):
-            _flag(getattr(self, name), name)
+            require_flag(getattr(self, name), name)
         _count(self.max_updates, "the bound on updates sent (max_updates)", "0: none")
         _count(self.max_memory, "the memory ceiling in bytes (max_memory)", "0: none")
         _count(self.derivation_budget, "the derivation budget per fact "
@@ -328,11 +328,18 @@ class Resolved:
         return out
 
 
-def _flag(value, name: str) -> None:
-    """Refuse ``value`` unless it is True or False (a string such as ``"no"`` would be
-    taken as true)."""
-    if not isinstance(value, bool):
-        raise InputError(f"{name} must be True or False, not {value!r}")
+def require_flag(value, name: str, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is True or False (or None when ``optional``): a string
+    such as ``"no"`` would be taken as true.
+
+    Raises
+    ------
+    InputError
+        Naming the parameter ``name`` and the value.
+    """
+    if not isinstance(value, bool) and not (optional and value is None):
+        raise InputError(f"{name} must be True or False{' or None' if optional else ''}, "
+                         f"not {value!r}")
 
 
 def _count(value, what: str, zero: str = "") -> None:

@@ -728,12 +728,14 @@ def parse_facts(text: str, filename: str | None = None,
     return out
 
 
-def parse_atom(text: str, filename: str | None = None) -> A.Fact:
-    """Parse one ground fact, with or without the final period (``reachable(@a,c)``)."""
+def parse_atom(text: str, filename: str | None = None, shapes: FactShapes | None = None
+               ) -> A.Fact:
+    """Parse one ground fact, with or without the final period (``reachable(@a,c)``);
+    ``shapes`` checks it against a program (see :func:`parse_facts`)."""
     src = text.strip()
     added = not src.endswith(".")
     try:
-        facts = parse_facts(src + "." if added else src, filename)
+        facts = parse_facts(src + "." if added else src, filename, shapes=shapes)
     except NDlogSyntaxError as exc:
         if added and exc.span is not None and (exc.line, exc.column) == (1, len(src) + 1):
             exc.message = exc.message.replace("unexpected '.'", "unexpected end of input", 1)

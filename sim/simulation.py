@@ -45,7 +45,7 @@ from ndlog.gcpause import relaxed_gc
 from engine.placement import Placement
 from engine.wire import packed_items_size
 from engine.guards import soft_state_deletions
-from engine.options import RunOptions
+from engine.options import RunOptions, require_flag
 from engine.workloads import Step, Workload, WorkloadContext, parse_workload, workload_rng
 from ndlog.analysis import aggsel_candidates
 
@@ -137,6 +137,7 @@ class Simulation:
                  batch: bool | None = None, contexts: str | None = None,
                  reference: Callable | None = None):
         from engine import Network
+        require_flag(state_metrics, "state_metrics")
         opts = RunOptions.of(options, annotation=annotation, workers=workers,
                              placement=placement, delivery=delivery, seed=seed,
                              roundtrip=roundtrip, ship=ship, aggsel=aggsel, batch=batch,
@@ -148,6 +149,7 @@ class Simulation:
         self.rng = random.Random(seed)                        # delivery jitter
         self.workload_rng = workload_rng(seed)                # workload choices
         self.placement = opts.placement_map()
+        _check_placed_nodes(self.placement, self.topology)
         if isinstance(processing, str):
             processing = ProcessingModel.parse(processing)
         elif processing is not None and not isinstance(processing, ProcessingModel):
@@ -258,6 +260,8 @@ class Simulation:
             For a malformed ``spec``, a ``max_steps`` that is not a whole number >= 0, or a
             ``callback`` that is not callable.
         """
+        require_flag(check, "check")
+        require_flag(progress, "progress", optional=True)
         if max_steps is not None and (isinstance(max_steps, bool) or
                                       not isinstance(max_steps, int) or max_steps < 0):
             raise InputError(f"max_steps is a whole number >= 0, got {max_steps!r}")
@@ -323,10 +327,11 @@ class Simulation:
             ``insert``/``delete``.
         """
         require_at_least("advance (s)", advance, 0, duration=True)
+        require_flag(check, "check")
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")
-            updates = parse_burst_items(updates)
+            updates = parse_burst_items(updates, self.program)
         for given in (insert, delete):
             if given is not None and not isinstance(given, Mapping):
                 raise InputError(f"insert and delete map predicates to tuples, got "
@@ -347,6 +352,7 @@ class Simulation:
             :data:`sim.clock.MAX_TIME`.
         """
         require_at_least("the time to advance (s)", seconds, 0, duration=True)
+        require_flag(check, "check")
         return self._run_step(Step(f"wait {seconds:g}s", advance=seconds), check)
 
     # ------------------------------------------------------------------ one step
@@ -593,6 +599,20 @@ def state_figures(net, cache: dict | None = None) -> dict:
             cache[nid] = (node, steps, fig)
         out[nid] = dict(fig)
     return out
+
+
+def _check_placed_nodes(placement: Placement, topology) -> None:
+    """Refuse a placement map that places a node the topology does not have (it would be
+    ignored, and the node it meant placed by hash)."""
+    if topology is None or not placement.mapping:
+        return
+    nodes = range(topology.n)
+    stray = [node for node in placement.mapping if node not in nodes
+             or isinstance(node, bool)]
+    if stray:
+        raise InputError(f"the placement map places node {stray[0]!r}, which the "
+                         f"{topology.n}-node topology does not have",
+                         hint=f"its nodes are 0..{topology.n - 1}")
 
 
 def _node_figures(node, codec, occurrences) -> dict:

@@ -333,6 +333,53 @@ def test_burst_files_take_the_program_shapes(tmp_path):
         read_burst_file(path, {"reachable": 2})
 
 
+@pytest.mark.parametrize("apply", [
+    lambda prog, burst: psn.Network(prog, {"link": [(1, 2)]}).apply(burst),
+    lambda prog, burst: psn.Simulation(prog, topologies.ring(4)).step(updates=burst),
+    lambda prog, burst: psn.verify(prog, {"link": [(1, 2)]}, [burst])],
+    ids=["Network.apply", "Simulation.step", "verify"])
+def test_an_update_string_from_python_is_checked_as_a_burst_file_is(apply):
+    """The command line refused ``link(1, @2)`` in a burst file, the Python API took it."""
+    program = psn.parse(REACHABLE)
+    with pytest.raises(InputError) as info:
+        apply(program, ["+link(1, @2)"])
+    assert info.value.message == ("link has its '@' on argument 2 here, but on argument 1 "
+                                  "in the program")
+    assert (info.value.line, info.value.column) == (1, 10)
+    with pytest.raises(InputError, match="'lnk' is not used by the program"):
+        apply(program, ["-lnk(@1, 2)"])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda net, sim: net.relations(hidden="no"), "hidden"),
+    (lambda net, sim: psn.Simulation(REACHABLE, topologies.ring(4), state_metrics="no"),
+     "state_metrics"),
+    (lambda net, sim: sim.run_workload("all", check="no"), "check"),
+    (lambda net, sim: sim.run_workload("all", progress="no"), "progress"),
+    (lambda net, sim: sim.step(insert={"link": [(0, 1)]}, check="yes"), "check"),
+    (lambda net, sim: sim.advance(1.0, check=1), "check"),
+    (lambda net, sim: psn.verify(REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]],
+                                 shrinking="no"), "shrinking"),
+    (lambda net, sim: psn.verify.assert_reorder_tolerant(
+        REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]], complete="no"), "complete")])
+def test_a_yes_or_no_parameter_takes_only_true_or_false(call, name):
+    """``complete="no"`` was true: the assertion demanded a complete search."""
+    net = psn.Network(REACHABLE, {"link": [(1, 2)]}).run()
+    sim = psn.Simulation(REACHABLE, topologies.ring(4))
+    with pytest.raises(InputError, match=f"^error: {name} must be True or False"):
+        call(net, sim)
+    assert sim.steps == [] and net.relations(hidden=True)["reachable"] == {(1, 2)}
+
+
+def test_a_placement_of_a_node_the_topology_lacks_is_refused():
+    """It was ignored, and the node it meant placed by hash."""
+    with pytest.raises(InputError, match="places node 9, which the 4-node topology does "
+                                         "not have"):
+        psn.Simulation(REACHABLE, topologies.ring(4), placement={0: 0, 9: 1}, workers=2)
+    sim = psn.Simulation(REACHABLE, topologies.ring(4), placement={0: 0, 3: 1}, workers=2)
+    assert sim.placement.worker_of(3) == 1
+
+
 def test_csv_arity_against_the_program(tmp_path):
     path = write(tmp_path, "link.csv", "a,b\nb,c\n")
     assert read_facts_file(path) == {"link": [("a", "b"), ("b", "c")]}

@@ -181,8 +181,11 @@ def test_options_resolve_aggregate_selection_once():
 
 def test_a_burst_predicate_the_program_does_not_have_is_an_error():
     net = Network(psn.load(f"{EXAMPLES}/reachable.ndl"))
-    with pytest.raises(InputError, match="no predicate 'lnk'") as err:
+    with pytest.raises(InputError, match="predicate 'lnk' is not used by the program") as err:
         net.apply(["+link(@1, 2)", "+lnk(@1, 2)"])
+    assert "did you mean 'link'?" in str(err.value.hint)
+    with pytest.raises(InputError, match="no predicate 'lnk'") as err:
+        net.apply([(1, "link", (1, 2)), (1, "lnk", (1, 2))])
     assert "link" in str(err.value.hint)
     with pytest.raises(InputError, match="arity 2"):
         net.apply([(1, "link", (1, 2, 3))])

@@ -43,6 +43,7 @@ from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayEr
 
 from engine import Injector, Placement, RunOptions, prepare
 from engine.host import Contexts
+from engine.options import require_flag
 from engine.network import check_relation
 from engine.transport import TrafficMetrics
 from engine.wire import Codec
@@ -282,7 +283,7 @@ class RayNetwork:
         """Inject a burst (items as for :func:`engine.parse_update`); a bad item is an
         :class:`InputError` and nothing of the burst is injected."""
         from engine.network import parse_burst_items
-        items = parse_burst_items(burst)
+        items = parse_burst_items(burst, self.source)
         for _, pred, tup in items:
             self.injector.check(pred, tup)
         self.pending.extend(self.injector.updates(items).items())
@@ -441,6 +442,7 @@ class RayNetwork:
     def relation_names(self, hidden: bool = False) -> set[str]:
         """The relations :meth:`relations` returns (as :meth:`engine.Network.relation_names`;
         asks no worker)."""
+        require_flag(hidden, "hidden")
         preds = set(self.program.visible) | self.injector.ledger.preds
         if hidden:
             return preds | set(self.program.predicates)

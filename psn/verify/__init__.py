@@ -30,6 +30,7 @@ import types
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from engine.options import require_flag
 from ndlog.errors import InputError
 from ndlog.text import count_noun
 
@@ -209,6 +210,8 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
                    seed: int = 0, jobs: int = 1, shrinking: bool = True,
                    progress: bool | None = None) -> VerifyResult:
     """:func:`verify` for a built :class:`Problem`."""
+    require_flag(shrinking, "shrinking")
+    require_flag(progress, "progress", optional=True)
     budget = budget or Budget()
     bar = _search_bar(budget, jobs, progress)
     try:
@@ -269,6 +272,7 @@ def assert_reorder_tolerant(program, facts=None, bursts=(), *, complete: bool = 
     AssertionError
         With the counterexample step by step, or why the search was not complete.
     """
+    require_flag(complete, "complete")
     result = verify(program, facts, bursts, **options)
     if not result.ok:
         raise AssertionError(result.summary() + "\n" + result.counterexample.render())

@@ -285,7 +285,7 @@ class Problem:
                                     or not isinstance(facts, Iterable)):
             raise InputError(f"facts are {{pred: [tuple, ...]}} or a list of insertions, "
                              f"got {type(facts).__name__} {facts!r:.80}")
-        fact_updates = tuple(parse_burst_items(facts or ()))
+        fact_updates = tuple(parse_burst_items(facts or (), program))
         for sign, pred, tup in fact_updates:
             if sign < 0:
                 raise InputError(f"initial facts are insertions; -{pred}{tup!r} deletes",
@@ -297,7 +297,7 @@ class Problem:
         for burst in bursts:
             if isinstance(burst, (str, bytes)):
                 raise InputError(f"a burst must be a list of updates, got {burst!r}")
-            burst_updates.append(tuple(parse_burst_items(burst)))
+            burst_updates.append(tuple(parse_burst_items(burst, program)))
         if not isinstance(scope, Scope):
             scope = Scope.parse(scope)
         if not burst_updates and not scope.facts:
