@@ -521,7 +521,12 @@ def test_a_sensor_grid_is_not_written_as_alt_which_would_drop_its_seeds(tmp_path
     (lambda: topologies.gtitm.generate(quirks="maybe"), "option quirks is yes or no"),
     (lambda: topologies.gtitm.ts_variant(3.5), "option nodes must be a whole number"),
     (lambda: topologies.liu_topology("liu-dense", nodes=math.nan),
-     "option nodes must be a finite whole number")])
+     "option nodes must be a finite whole number"),
+    (lambda: topologies.random_graph(6, m=7, seed=None),
+     "option seed is None; leave it out for its default \\(0\\), which seeds"),
+    (lambda: topologies.gtitm.generate(None), "option params is None; leave it out for its "
+                                              "default$"),
+    (lambda: topologies.ring(None), "option n is None")])
 def test_generators_called_from_python_check_their_options_as_make_does(call, what):
     """Only make() checked: sensor_grid(radius=nan) made a grid without links."""
     with pytest.raises(InputError, match=what):

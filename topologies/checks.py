@@ -101,13 +101,23 @@ def check_option(name: str, key: str, value):
 
 def checked(name: str):
     """Decorator: the generator's arguments pass :func:`check_options` (as the topology
-    ``name``) before it runs, so that a call from Python is checked as ``make`` is."""
+    ``name``) before it runs, so that a call from Python is checked as ``make`` is; and
+    None is refused for a parameter whose default is not None (``seed=None`` would seed
+    the generator from the clock)."""
     def wrap(fn):
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
+            for key, value in bound.arguments.items():
+                default = signature.parameters[key].default
+                if value is None and default not in (None, inspect.Parameter.empty):
+                    shown = f" ({default!r})" if len(repr(default)) <= 24 else ""
+                    why = (", which seeds the generator: a graph made without a seed could "
+                           "not be made again" if key == "seed" else "")
+                    raise InputError(f"topology {name}: option {key} is None; leave it out "
+                                     f"for its default{shown}{why}")
             bound.arguments.update(check_options(name, dict(bound.arguments)))
             return fn(*bound.args, **bound.kwargs)
         return call
