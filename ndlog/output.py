@@ -304,11 +304,13 @@ def read_facts_file(path: str | Path, arities: Mapping[str, int | None] | None =
     Notes
     -----
     In a CSV file every row has the same number of fields. A field is an integer
-    (``-12``), a decimal number (``2.5``, ``1e3``), ``infinity`` or ``-infinity``, or else a
-    string (surrounding blanks removed; ``nan`` and ``inf`` are strings). The first row is
-    a header, and skipped, when every one of its fields is a name starting with an
-    upper-case letter or ``_``, as NDlog variables are (``Src,Dst,Cost``); any other first
-    row is data. A file whose first data row is all such names therefore needs a header row.
+    (``-12``), a decimal number (``2.5``, ``1e3``), ``infinity`` or ``-infinity``, a string
+    literal in double quotes without ``"`` or a backslash inside (the string without its
+    quotes; CSV's own quoting is removed first), or else a string (surrounding blanks
+    removed; ``nan`` and ``inf`` are strings). The first row is a header, and skipped, when
+    every one of its fields is a name starting with an upper-case letter or ``_``, as NDlog
+    variables are (``Src,Dst,Cost``); any other first row is data. A file whose first data
+    row is all such names therefore needs a header row.
     """
     return _read_facts(path, _shapes(arities, locations))
 
