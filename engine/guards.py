@@ -32,6 +32,7 @@ import math
 import os
 import re
 import sys
+import time
 
 from ndlog import ast as A
 from ndlog.analysis import rules_by_head, strata
@@ -372,7 +373,10 @@ class MemoryGuard:
     """A memory ceiling that a loop checks on every iteration, cheaply.
 
     :meth:`check` counts calls and reads the resident set size only every ``every`` calls
-    (one small file read on Linux), so calling it per delivery costs a decrement.
+    (one small file read on Linux), so calling it per delivery costs a decrement; with an
+    ``interval``, also once that many seconds have passed since the last reading, so that
+    a loop whose iterations are few and long (one node's step over a huge batch) is still
+    checked while it grows.
 
     Parameters
     ----------
@@ -383,20 +387,27 @@ class MemoryGuard:
     hint:
         What the user can do, appended to the error (default: raise ``--max-memory`` or
         shrink the run).
+    interval:
+        Seconds after which a call reads the resident size whatever the count; None for
+        none (then no clock is read either).
     """
 
-    __slots__ = ("limit", "every", "hint", "_left")
+    __slots__ = ("limit", "every", "hint", "interval", "_left", "_due")
 
-    def __init__(self, limit_bytes: int | None, every: int = 1000, hint: str | None = None):
+    def __init__(self, limit_bytes: int | None, every: int = 1000, hint: str | None = None,
+                 interval: float | None = None):
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
         self.limit = limit_bytes or 0
         self.every = every
         self.hint = hint
+        self.interval = interval
         self._left = every
+        self._due = 0.0 if interval is None else time.monotonic() + interval
 
     def check(self) -> None:
-        """Count one call; every ``every`` calls, :meth:`check_now`.
+        """Count one call; every ``every`` calls, or once ``interval`` seconds have passed,
+        :meth:`check_now`.
 
         Raises
         ------
@@ -404,9 +415,11 @@ class MemoryGuard:
             If the resident size is over the limit.
         """
         self._left -= 1
-        if self._left:
+        if self._left and (self.interval is None or time.monotonic() < self._due):
             return
         self._left = self.every
+        if self.interval is not None:
+            self._due = time.monotonic() + self.interval
         self.check_now()
 
     def check_now(self) -> int:

@@ -213,7 +213,7 @@ class Host:
             if guard is not None:
                 guard()
             node = nodes[nid]
-            out = node.step()
+            out = node.step(guard)
             if out:
                 self.send(nid, out)
             if not node.has_work():

@@ -77,6 +77,11 @@ Update = tuple
 #: :meth:`EngineProgram.location` routes it.
 EVERY_FACT = "$every"
 
+#: Updates a step picks, or fires, between two calls of its guard (:meth:`Node.step`): a
+#: step over a huge batch (one node of a centralized program, derivation sets that grow
+#: exponentially) is then stopped by a memory ceiling while it grows, not after it.
+STEP_CHUNK = 64
+
 
 def format_fact(pred: str, tup: tuple, loc: int | None = None) -> str:
     """``link(@a, b)`` (with ``@`` before argument ``loc`` if given)."""
@@ -438,8 +443,16 @@ class Node:
         return bool(self.queue)
 
     # -- one iteration -------------------------------------------------------------------
-    def step(self) -> list[tuple[Any, Update]]:
+    def step(self, guard: Callable[[], None] | None = None) -> list[tuple[Any, Update]]:
         """One PSN iteration: pick, fire, commit (Nigam et al. 2012, Algorithm 1, Fig. 2-3).
+
+        Parameters
+        ----------
+        guard:
+            Called between chunks of :data:`STEP_CHUNK` updates picked or fired, in a step
+            over more than that many (a memory ceiling that raises,
+            :class:`engine.guards.MemoryGuard`); the step is then left mid-way and the run
+            must stop.
 
         Returns
         -------
@@ -464,22 +477,43 @@ class Node:
         try:
             if self.batch:
                 queue, self.queue = self.queue, []
-                self._pick_all(queue, picked)
+                self._pick_chunks(queue, picked, guard)
             else:
                 while self.queue and not self._touched:
                     self._pick(self.queue.pop(0), picked, False)
-            self._fire(picked, out)
+            self._fire(picked, out, guard)
         except AnnotationBudgetExceeded as exc:
             raise self._over_budget(exc) from None
         return self._send(self._commit(), out)
 
-    def _fire(self, picked: list, out: list) -> None:
+    def _pick_chunks(self, queue: list, picked: list, guard) -> None:
+        """:meth:`_pick_all` of ``queue``, calling ``guard`` between chunks of
+        :data:`STEP_CHUNK` updates when there are more."""
+        if guard is None or len(queue) <= STEP_CHUNK:
+            self._pick_all(queue, picked)
+            return
+        for start in range(0, len(queue), STEP_CHUNK):
+            guard()
+            self._pick_all(queue[start:start + STEP_CHUNK], picked)
+
+    def _fire(self, picked: list, out: list, guard=None) -> None:
         """Run the pick stages on ``picked``, add the updates of the absence relations
-        (:meth:`_absence_deltas`), then fire the delta rules of each update into ``out``."""
+        (:meth:`_absence_deltas`), then fire the delta rules of each update into ``out``,
+        calling ``guard`` between chunks of :data:`STEP_CHUNK` updates when there are
+        more."""
         for stage in self.pick_stages:
             picked = stage.picked(self, picked)
         if self.negated:
             self._absence_deltas(picked)
+        if guard is None or len(picked) <= STEP_CHUNK:
+            self._fire_each(picked, out)
+            return
+        for start in range(0, len(picked), STEP_CHUNK):
+            guard()
+            self._fire_each(picked[start:start + STEP_CHUNK], out)
+
+    def _fire_each(self, picked: list, out: list) -> None:
+        """Fire the delta rules of each update of ``picked`` into ``out``."""
         fire_table = self.fire_table
         for sign, pred, tup, delta in picked:
             fns = fire_table.get(pred)
@@ -500,7 +534,8 @@ class Node:
             out = list(dict.fromkeys(out))
         return out
 
-    def _step_on_arrival(self) -> list[tuple[Any, Update]]:
+    def _step_on_arrival(self, guard: Callable[[], None] | None = None
+                         ) -> list[tuple[Any, Update]]:
         """:meth:`step` of a scheme whose updates change the state when they arrive
         (``commit_on_arrival``: the original PSN, Nigam et al. 2012, Sec. 6, Fig. 6).
 
@@ -515,13 +550,13 @@ class Node:
         try:
             if self.queue:
                 queue, self.queue = self.queue, []
-                self._pick_all(queue, self.arrived)
+                self._pick_chunks(queue, self.arrived, guard)
                 changes = self._commit()
             if self.batch:
                 picked, self.arrived = self.arrived, []
             else:
                 picked = [self.arrived.pop(0)] if self.arrived else []
-            self._fire(picked, out)
+            self._fire(picked, out, guard)
         except AnnotationBudgetExceeded as exc:
             raise self._over_budget(exc) from None
         return self._send(changes, out)

@@ -42,7 +42,7 @@ from ndlog.analysis import AGGSEL_CHOICES, aggsel_mode
 from ndlog.errors import InputError
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
-           "DEFAULT_MAX_UPDATES", "aggsel_mode", "require_flag"]
+           "DEFAULT_MAX_UPDATES", "MEMORY_CHECK_INTERVAL", "aggsel_mode", "require_flag"]
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
@@ -55,6 +55,12 @@ CONTEXTS = ("process", "worker")
 #: derivation-set budget (``provenance.derivation.DEFAULT_MAX_TOTAL``). Derivation counts on
 #: Nigam's a/p/q cycle reach it in about 2 CPU seconds.
 DEFAULT_MAX_UPDATES = 200_000
+
+#: Seconds after which a run's memory guard reads the resident size whatever the number of
+#: calls since the last reading (``engine.guards.MemoryGuard(interval=...)``): a node's
+#: step over a huge batch calls it between chunks of updates, and is then checked about
+#: this often while it grows.
+MEMORY_CHECK_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,7 @@ class RunOptions:
         ``share`` processes (the workers of a Ray run)."""
         from .guards import MemoryGuard, default_memory_limit
         limit = default_memory_limit() if self.max_memory is None else self.max_memory
-        return MemoryGuard(limit // share, every=200)
+        return MemoryGuard(limit // share, every=200, interval=MEMORY_CHECK_INTERVAL)
 
     def describe(self) -> dict:
         """The options as JSON-able values (the ``run`` part of a report)."""

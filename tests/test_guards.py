@@ -356,6 +356,30 @@ def test_memory_guard_reads_only_every_n_calls():
     assert unlimited.check_now() > 0
 
 
+def test_memory_guard_with_an_interval_reads_once_the_interval_has_passed():
+    """A loop that calls the guard seldom (a node's long step) is still checked."""
+    with pytest.raises(MemoryLimitError):
+        MemoryGuard(1, every=10 ** 9, interval=0.0).check()
+    patient = MemoryGuard(1, every=10 ** 9, interval=3600.0)
+    for _ in range(3):
+        patient.check()                               # neither the count nor the time
+
+
+def test_one_long_step_is_stopped_by_the_memory_ceiling_while_it_grows():
+    """A node's step over a huge batch (a centralized program: every fact at one node)
+    was checked only after it, at 681 MiB for a ceiling of 194 MiB; a derivation-set run
+    on Ray grew to several GiB in one step past its ceiling."""
+    n = 2000
+    net = Network("c pair(X, Y) :- a(X), b(Y).",
+                  {"a": [(i,) for i in range(n)], "b": [(i,) for i in range(n)]},
+                  annotation="set", max_memory=current_rss() + (150 << 20))
+    with pytest.raises(MemoryLimitError) as info:
+        net.run()
+    (node,) = net.host.nodes.values()
+    assert node.metrics.steps == 1                    # stopped inside its first step
+    assert info.value.limit < info.value.used < info.value.limit + (100 << 20)
+
+
 def test_errors_survive_pickling():
     """Errors raised in a Ray worker reach the driver pickled."""
     import pickle
