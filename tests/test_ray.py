@@ -373,7 +373,9 @@ def test_bad_worker_counts_are_input_errors(ray_pool):
     (lambda: RayNetwork(REACH, workers=1, placement={1: 5}), "placed on worker 5"),
     (lambda: RayNetwork(REACH, on_node=3), "on_node is a function"),
     (lambda: RayNetwork(REACH, max_recoveries="x"), "max_recoveries is a whole number"),
-    (lambda: RayNetwork(REACH, pool=4), "pool is a WorkerPool, got int")])
+    (lambda: RayNetwork(REACH, pool=4), "pool is a WorkerPool, got int"),
+    (lambda: RayNetwork(REACH, options=RunOptions(delivery="fifo")),
+     "delivery 'fifo' does not apply to Ray")])
 def test_bad_arguments_are_refused_before_any_actor_starts(monkeypatch, make, what):
     """Facts as a list, or a row that is not a tuple, were an AttributeError or TypeError;
     those and a wrong arity, workers=0 or a bad placement were refused only after the

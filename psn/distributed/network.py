@@ -205,6 +205,13 @@ class RayNetwork:
         program = as_program(program)
         opts = RunOptions.of(options, annotation=annotation, seed=seed, batch=batch,
                              roundtrip=roundtrip, ship=ship, aggsel=aggsel)
+        if opts.delivery != RunOptions.delivery:
+            # the safety checks would take its word (set semantics with aggregates passed
+            # with delivery="fifo"), but Ray's order is whatever the machines make of it
+            raise InputError(f"delivery {opts.delivery!r} does not apply to Ray: its "
+                             f"delivery order is whatever the machines make of it",
+                             hint="leave delivery out of the options of a RayNetwork, or "
+                                  "run the delivery model in psn.Simulation or psn.Network")
         self.options = opts
         self.source = program
         self.resolved = opts.resolve(prepare(program))
