@@ -182,6 +182,17 @@ def check_negation(scheme, program: EngineProgram) -> None:
         hint="use --annotation absorption (the default) or --annotation derivation")
 
 
+def _in_chunks(run: Callable[[list, list], None], items: list, out: list, guard) -> None:
+    """``run(items, out)``, or with a ``guard`` and more than :data:`STEP_CHUNK` items,
+    ``run`` on consecutive chunks of that many, calling ``guard`` before each."""
+    if guard is None or len(items) <= STEP_CHUNK:
+        run(items, out)
+        return
+    for start in range(0, len(items), STEP_CHUNK):
+        guard()
+        run(items[start:start + STEP_CHUNK], out)
+
+
 class NodeMetrics:
     """Counters of one node (engine side; traffic is counted by the transport)."""
 
@@ -477,7 +488,7 @@ class Node:
         try:
             if self.batch:
                 queue, self.queue = self.queue, []
-                self._pick_chunks(queue, picked, guard)
+                _in_chunks(self._pick_all, queue, picked, guard)
             else:
                 while self.queue and not self._touched:
                     self._pick(self.queue.pop(0), picked, False)
@@ -485,16 +496,6 @@ class Node:
         except AnnotationBudgetExceeded as exc:
             raise self._over_budget(exc) from None
         return self._send(self._commit(), out)
-
-    def _pick_chunks(self, queue: list, picked: list, guard) -> None:
-        """:meth:`_pick_all` of ``queue``, calling ``guard`` between chunks of
-        :data:`STEP_CHUNK` updates when there are more."""
-        if guard is None or len(queue) <= STEP_CHUNK:
-            self._pick_all(queue, picked)
-            return
-        for start in range(0, len(queue), STEP_CHUNK):
-            guard()
-            self._pick_all(queue[start:start + STEP_CHUNK], picked)
 
     def _fire(self, picked: list, out: list, guard=None) -> None:
         """Run the pick stages on ``picked``, add the updates of the absence relations
@@ -505,12 +506,7 @@ class Node:
             picked = stage.picked(self, picked)
         if self.negated:
             self._absence_deltas(picked)
-        if guard is None or len(picked) <= STEP_CHUNK:
-            self._fire_each(picked, out)
-            return
-        for start in range(0, len(picked), STEP_CHUNK):
-            guard()
-            self._fire_each(picked[start:start + STEP_CHUNK], out)
+        _in_chunks(self._fire_each, picked, out, guard)
 
     def _fire_each(self, picked: list, out: list) -> None:
         """Fire the delta rules of each update of ``picked`` into ``out``."""
@@ -550,7 +546,7 @@ class Node:
         try:
             if self.queue:
                 queue, self.queue = self.queue, []
-                self._pick_chunks(queue, self.arrived, guard)
+                _in_chunks(self._pick_all, queue, self.arrived, guard)
                 changes = self._commit()
             if self.batch:
                 picked, self.arrived = self.arrived, []
