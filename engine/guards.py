@@ -373,10 +373,10 @@ class MemoryGuard:
     """A memory ceiling that a loop checks on every iteration, cheaply.
 
     :meth:`check` counts calls and reads the resident set size only every ``every`` calls
-    (one small file read on Linux), so calling it per delivery costs a decrement; with an
-    ``interval``, also once that many seconds have passed since the last reading, so that
-    a loop whose iterations are few and long (one node's step over a huge batch) is still
-    checked while it grows.
+    (one small file read on Linux), so calling it per delivery costs a decrement.
+    :meth:`check_soon` reads it once ``interval`` seconds have passed since the last
+    reading: for the calls of a loop whose iterations are few and long (one node's step
+    over a huge batch), which would seldom add up to ``every``.
 
     Parameters
     ----------
@@ -388,14 +388,13 @@ class MemoryGuard:
         What the user can do, appended to the error (default: raise ``--max-memory`` or
         shrink the run).
     interval:
-        Seconds after which a call reads the resident size whatever the count; None for
-        none (then no clock is read either).
+        Seconds between two readings by :meth:`check_soon`.
     """
 
     __slots__ = ("limit", "every", "hint", "interval", "_left", "_due")
 
     def __init__(self, limit_bytes: int | None, every: int = 1000, hint: str | None = None,
-                 interval: float | None = None):
+                 interval: float = 0.05):
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
         self.limit = limit_bytes or 0
@@ -403,11 +402,10 @@ class MemoryGuard:
         self.hint = hint
         self.interval = interval
         self._left = every
-        self._due = 0.0 if interval is None else time.monotonic() + interval
+        self._due = time.monotonic() + interval
 
     def check(self) -> None:
-        """Count one call; every ``every`` calls, or once ``interval`` seconds have passed,
-        :meth:`check_now`.
+        """Count one call; every ``every`` calls, :meth:`check_now`.
 
         Raises
         ------
@@ -415,11 +413,24 @@ class MemoryGuard:
             If the resident size is over the limit.
         """
         self._left -= 1
-        if self._left and (self.interval is None or time.monotonic() < self._due):
+        if self._left:
             return
         self._left = self.every
-        if self.interval is not None:
-            self._due = time.monotonic() + self.interval
+        self.check_now()
+
+    def check_soon(self) -> None:
+        """:meth:`check_now` if ``interval`` seconds have passed since the last reading by
+        this method (a clock reading per call, no count).
+
+        Raises
+        ------
+        MemoryLimitError
+            If the resident size is over the limit.
+        """
+        now = time.monotonic()
+        if now < self._due:
+            return
+        self._due = now + self.interval
         self.check_now()
 
     def check_now(self) -> int:

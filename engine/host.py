@@ -142,7 +142,8 @@ class Host:
     # -- the loop --------------------------------------------------------------------------
     def run(self, max_polls: int | None = None,
             heartbeat: Callable[[int, int], None] | None = None, flush: bool = True,
-            guard: Callable[[], None] | None = None) -> int:
+            guard: Callable[[], None] | None = None,
+            step_guard: Callable[[], None] | None = None) -> int:
         """Deliver and step until the transport has nothing in flight for this host and no
         node has work; then, with ``flush``, flush the send stages and go on while they
         produce updates. Returns the number of polls that delivered something.
@@ -157,14 +158,18 @@ class Host:
             End of stream at quiescence (``False`` when a driver decides it, as on Ray).
         guard:
             Called after every delivery and before every node step (e.g. a memory
-            ceiling that raises, :class:`engine.guards.MemoryGuard`).
+            ceiling that raises, :meth:`engine.guards.MemoryGuard.check`).
+        step_guard:
+            Called within a node's step over a large batch, between chunks of its updates
+            (:meth:`engine.node.Node.step`; e.g.
+            :meth:`engine.guards.MemoryGuard.check_soon`).
         """
         with relaxed_gc():
-            polls = self._loop(max_polls, heartbeat, flush, guard)
+            polls = self._loop(max_polls, heartbeat, flush, guard, step_guard)
         self.polls += polls
         return polls
 
-    def _loop(self, max_polls, heartbeat, flush: bool, guard) -> int:
+    def _loop(self, max_polls, heartbeat, flush: bool, guard, step_guard) -> int:
         from ndlog.errors import EvaluationError
         tr, ready, deliver = self.transport, self._ready, self.deliver
         poll = tr.poll_batches
@@ -182,7 +187,7 @@ class Host:
                 if self.flush_period is not None:
                     self._timer_flush()
             if ready:
-                self._step_ready(guard)
+                self._step_ready(guard, step_guard)
                 if max_polls is not None and polls > max_polls:
                     raise EvaluationError(f"no quiescence after {max_polls:,} deliveries")
                 continue
@@ -207,13 +212,13 @@ class Host:
             self.flush()
             self._next_flush = now + self.flush_period
 
-    def _step_ready(self, guard) -> None:
+    def _step_ready(self, guard, step_guard) -> None:
         nodes, ready = self.nodes, self._ready
         for nid in list(ready):
             if guard is not None:
                 guard()
             node = nodes[nid]
-            out = node.step(guard)
+            out = node.step(step_guard)
             if out:
                 self.send(nid, out)
             if not node.has_work():

@@ -344,7 +344,7 @@ class Network:
         t0 = time.perf_counter()
         try:
             self.host.run(max_polls, self._bounded(self.resolved.max_updates, heartbeat),
-                          guard=self.guard.check)
+                          guard=self.guard.check, step_guard=self.guard.check_soon)
         except PSNError as exc:   # a runtime error at a rule: show the rule's line
             raise exc.locate(self.source.source, self.source.filename)
         self.injector.quiescent()

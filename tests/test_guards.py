@@ -356,13 +356,16 @@ def test_memory_guard_reads_only_every_n_calls():
     assert unlimited.check_now() > 0
 
 
-def test_memory_guard_with_an_interval_reads_once_the_interval_has_passed():
+def test_memory_guard_check_soon_reads_once_the_interval_has_passed():
     """A loop that calls the guard seldom (a node's long step) is still checked."""
     with pytest.raises(MemoryLimitError):
-        MemoryGuard(1, every=10 ** 9, interval=0.0).check()
-    patient = MemoryGuard(1, every=10 ** 9, interval=3600.0)
+        MemoryGuard(1, every=10 ** 9, interval=0.0).check_soon()
+    patient = MemoryGuard(1, every=2, interval=3600.0)
     for _ in range(3):
-        patient.check()                               # neither the count nor the time
+        patient.check_soon()                          # the time has not come; no count
+    with pytest.raises(MemoryLimitError):
+        patient.check()
+        patient.check()
 
 
 def test_one_long_step_is_stopped_by_the_memory_ceiling_while_it_grows():

@@ -129,7 +129,7 @@ class Shard:
                  on_node=None):
         opts = resolved.options
         self.index = index
-        self.guard = opts.memory_guard(share=placement.workers or 1).check
+        self.guard = opts.memory_guard(share=placement.workers or 1)
         self.transport = ShardTransport(index, placement, opts.roundtrip)
         self.host = Host(program, resolved.scheme, self.transport, batch=opts.batch,
                          stages=resolved.stages(program, placement), on_node=on_node,
@@ -149,14 +149,16 @@ class Shard:
             self.batches_received += 1
         for dst, data in unpack(payload):
             self.transport.receive(dst, data)
-        self.host.run(flush=False, guard=self.guard)
+        self.host.run(flush=False, guard=self.guard.check,
+                          step_guard=self.guard.check_soon)
 
     def flush(self) -> int:
         """End of stream at this worker's nodes (the driver decides when); runs the local
         loop and returns how many updates the flush sent."""
         n = self.host.flush()
         if n:
-            self.host.run(flush=False, guard=self.guard)
+            self.host.run(flush=False, guard=self.guard.check,
+                          step_guard=self.guard.check_soon)
         return n
 
     def take_outbox(self) -> list[tuple[int, bytes]]:

@@ -190,14 +190,17 @@ def alarm(seconds: float):
 
 class Budget:
     """The guard a run's hosting loop calls (``Network.guard``): the engine's memory
-    ceiling, plus a wall-clock deadline checked every ``every`` calls.
+    ceiling, plus a wall-clock deadline checked every ``every`` calls of :meth:`check`
+    (between deliveries and steps) and at every call of :meth:`check_soon` (within a
+    node's long step).
 
     Parameters
     ----------
     seconds:
         The time budget, counted from construction.
     memory:
-        The engine's :class:`engine.guards.MemoryGuard` (or anything with ``check()``).
+        The engine's :class:`engine.guards.MemoryGuard` (or anything with ``check()`` and
+        ``check_soon()``).
     """
 
     __slots__ = ("deadline", "seconds", "memory", "every", "_left")
@@ -218,6 +221,13 @@ class Budget:
         if self._left:
             return
         self._left = self.every
+        self.check_now()
+
+    def check_soon(self) -> None:
+        """Within a node's long step: the memory guard's ``check_soon``, and the
+        deadline."""
+        if self.memory is not None:
+            self.memory.check_soon()
         self.check_now()
 
     def check_now(self) -> None:
