@@ -261,7 +261,7 @@ def test_spec_round_trip_and_defaults():
 def test_spec_with_trailing_comments_as_in_the_docs():
     """The spec file docs/topologies.md shows, comments at the ends of lines included."""
     docs = (Path(__file__).resolve().parent.parent / "docs" / "topologies.md").read_text()
-    shown = docs.split("file; `parse_spec`/`read_spec`/`format_spec` read and write that "
+    shown = docs.split("`parse_spec`/`read_spec`/`format_spec` read and write that "
                        "file:\n\n```\n", 1)[1].split("```", 1)[0]
     assert shown.count("#") == 5
     assert parse_spec(shown) == TS100
