@@ -39,8 +39,8 @@ from pathlib import Path
 from ndlog.errors import EvaluationError, PSNError
 
 __all__ = ["RunSpec", "TimeBudgetExceeded", "Budget", "alarm", "execute_run", "code_version",
-           "RUN_CODE", "source_description", "machine_info", "STEP_FIELDS", "STATUS_OK", "STATUS_DNF",
-           "STATUS_REFUSED"]
+           "RUN_CODE", "source_description", "machine_info", "STEP_FIELDS", "STATUS_OK",
+           "STATUS_DNF", "STATUS_REFUSED"]
 
 STATUS_OK = "ok"
 #: the run stopped on a budget (time, memory, derivation sets, deliveries)
