@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import weakref
 from operator import itemgetter
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from provenance.base import NO_FIRE as _NO_FIRE
 from provenance.base import AnnotationBudgetExceeded, AnnotationScheme
@@ -182,15 +182,13 @@ def check_negation(scheme, program: EngineProgram) -> None:
         hint="use --annotation absorption (the default) or --annotation derivation")
 
 
-def _in_chunks(run: Callable[[list, list], None], items: list, out: list, guard) -> None:
-    """``run(items, out)``, or with a ``guard`` and more than :data:`STEP_CHUNK` items,
-    ``run`` on consecutive chunks of that many, calling ``guard`` before each."""
-    if guard is None or len(items) <= STEP_CHUNK:
-        run(items, out)
-        return
+def _chunks(items: list, guard: Callable[[], None]) -> Iterator[list]:
+    """Consecutive chunks of :data:`STEP_CHUNK` items, ``guard`` called before each (for
+    a step over more items than that; its callers test, so that a step of a few updates,
+    the common one, pays no call)."""
     for start in range(0, len(items), STEP_CHUNK):
         guard()
-        run(items[start:start + STEP_CHUNK], out)
+        yield items[start:start + STEP_CHUNK]
 
 
 class NodeMetrics:
@@ -488,7 +486,11 @@ class Node:
         try:
             if self.batch:
                 queue, self.queue = self.queue, []
-                _in_chunks(self._pick_all, queue, picked, guard)
+                if guard is None or len(queue) <= STEP_CHUNK:
+                    self._pick_all(queue, picked)
+                else:
+                    for part in _chunks(queue, guard):
+                        self._pick_all(part, picked)
             else:
                 while self.queue and not self._touched:
                     self._pick(self.queue.pop(0), picked, False)
@@ -506,17 +508,16 @@ class Node:
             picked = stage.picked(self, picked)
         if self.negated:
             self._absence_deltas(picked)
-        _in_chunks(self._fire_each, picked, out, guard)
-
-    def _fire_each(self, picked: list, out: list) -> None:
-        """Fire the delta rules of each update of ``picked`` into ``out``."""
         fire_table = self.fire_table
-        for sign, pred, tup, delta in picked:
-            fns = fire_table.get(pred)
-            if fns:
-                self.metrics.updates_fired += 1
-                for fire in fns:
-                    fire(sign, tup, delta, out)
+        parts = (picked,) if guard is None or len(picked) <= STEP_CHUNK \
+            else _chunks(picked, guard)
+        for part in parts:
+            for sign, pred, tup, delta in part:
+                fns = fire_table.get(pred)
+                if fns:
+                    self.metrics.updates_fired += 1
+                    for fire in fns:
+                        fire(sign, tup, delta, out)
 
     def _send(self, changes: list, out: list) -> list:
         """Feed committed presence ``changes`` to the aggregate operators, run the send
@@ -546,7 +547,11 @@ class Node:
         try:
             if self.queue:
                 queue, self.queue = self.queue, []
-                _in_chunks(self._pick_all, queue, self.arrived, guard)
+                if guard is None or len(queue) <= STEP_CHUNK:
+                    self._pick_all(queue, self.arrived)
+                else:
+                    for part in _chunks(queue, guard):
+                        self._pick_all(part, self.arrived)
                 changes = self._commit()
             if self.batch:
                 picked, self.arrived = self.arrived, []
