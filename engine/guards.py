@@ -388,7 +388,9 @@ class MemoryGuard:
         What the user can do, appended to the error (default: raise ``--max-memory`` or
         shrink the run).
     interval:
-        Seconds between two readings by :meth:`check_soon`.
+        Seconds between two readings by :meth:`check_soon` (a node's step over a huge
+        batch calls it between chunks of updates, and is checked about this often while
+        it grows).
     """
 
     __slots__ = ("limit", "every", "hint", "interval", "_left", "_due")

@@ -39,7 +39,7 @@ from ndlog.text import count_noun
 from .host import Host
 from .ledger import Injector
 from .node import Node
-from .options import CONTEXTS, RunOptions, require_flag
+from .options import CONTEXTS, RunOptions, require_callable, require_flag, require_whole
 from .program import EngineProgram, prepare
 
 __all__ = ["Network", "NotConvergedError", "parse_update", "parse_burst_items",
@@ -120,12 +120,6 @@ def check_relation(pred, names) -> None:
                          if close else "its relations are " + ", ".join(sorted(names)))
 
 
-def _callable(value, name: str, what: str) -> None:
-    """Refuse ``value`` unless it is None or callable (it would fail mid-run)."""
-    if value is not None and not callable(value):
-        raise InputError(f"{name} is {what}, got {type(value).__name__} {value!r:.80}")
-
-
 def parse_burst_items(burst, program: A.Program | None = None
                       ) -> list[tuple[int, str, tuple]]:
     """Every item of ``burst``, a list of updates, normalized by :func:`parse_update`;
@@ -189,7 +183,7 @@ class Network:
                              contexts=contexts, placement=placement, unsafe=unsafe,
                              max_memory=max_memory, max_updates=max_updates)
         program = as_program(program)
-        _callable(on_node, "on_node", "a function of the new Node")
+        require_callable(on_node, "on_node", "a function of the new Node")
         from .transport import Transport
         if transport is not None and not isinstance(transport, Transport):
             raise InputError(f"transport is an engine.transport.Transport, got "
@@ -336,10 +330,8 @@ class Network:
         NotConvergedError
             If the nodes sent more than ``max_updates`` updates without reaching quiescence.
         """
-        if max_polls is not None and (isinstance(max_polls, bool)
-                                      or not isinstance(max_polls, int) or max_polls < 0):
-            raise InputError(f"max_polls is a whole number >= 0 or None, got {max_polls!r}")
-        _callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
+        require_whole(max_polls, "max_polls", optional=True)
+        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
         self.ledger.check()
         t0 = time.perf_counter()
         try:

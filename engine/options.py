@@ -42,7 +42,8 @@ from ndlog.analysis import AGGSEL_CHOICES, aggsel_mode
 from ndlog.errors import InputError
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
-           "DEFAULT_MAX_UPDATES", "MEMORY_CHECK_INTERVAL", "aggsel_mode", "require_flag"]
+           "DEFAULT_MAX_UPDATES", "aggsel_mode", "require_flag", "require_callable",
+           "require_whole"]
 
 #: The annotation scheme of every engine when none is named.
 DEFAULT_ANNOTATION = "absorption"
@@ -55,12 +56,6 @@ CONTEXTS = ("process", "worker")
 #: derivation-set budget (``provenance.derivation.DEFAULT_MAX_TOTAL``). Derivation counts on
 #: Nigam's a/p/q cycle reach it in about 2 CPU seconds.
 DEFAULT_MAX_UPDATES = 200_000
-
-#: Seconds after which a run's memory guard reads the resident size whatever the number of
-#: calls since the last reading (``engine.guards.MemoryGuard(interval=...)``): a node's
-#: step over a huge batch calls it between chunks of updates, and is then checked about
-#: this often while it grows.
-MEMORY_CHECK_INTERVAL = 0.05
 
 
 @dataclass(frozen=True)
@@ -225,7 +220,7 @@ class RunOptions:
         ``share`` processes (the workers of a Ray run)."""
         from .guards import MemoryGuard, default_memory_limit
         limit = default_memory_limit() if self.max_memory is None else self.max_memory
-        return MemoryGuard(limit // share, every=200, interval=MEMORY_CHECK_INTERVAL)
+        return MemoryGuard(limit // share, every=200)
 
     def describe(self) -> dict:
         """The options as JSON-able values (the ``run`` part of a report)."""
@@ -346,6 +341,34 @@ def require_flag(value, name: str, optional: bool = False) -> None:
     if not isinstance(value, bool) and not (optional and value is None):
         raise InputError(f"{name} must be True or False{' or None' if optional else ''}, "
                          f"not {value!r}")
+
+
+def require_callable(value, name: str, what: str) -> None:
+    """Refuse ``value`` unless it is None or callable (it would fail mid-run); ``what``
+    says what it should be (``"a function (result, simulation)"``).
+
+    Raises
+    ------
+    InputError
+        Naming the parameter ``name``, what it should be, and the value.
+    """
+    if value is not None and not callable(value):
+        raise InputError(f"{name} is {what}, got {type(value).__name__} {value!r:.80}")
+
+
+def require_whole(value, name: str, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is a whole number ``>= 0`` (or None when ``optional``).
+
+    Raises
+    ------
+    InputError
+        Naming the parameter ``name`` and the value.
+    """
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name} is a whole number >= 0{' or None' if optional else ''}, "
+                         f"got {value!r}")
 
 
 def _count(value, what: str, zero: str = "") -> None:

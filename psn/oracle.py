@@ -13,8 +13,6 @@ Deliberately not here: comparing relations (:mod:`ndlog.check`), running either 
 
 from __future__ import annotations
 
-import time
-
 from ndlog.errors import InputError
 
 __all__ = ["reference_evaluator", "memory_ceiling", "CHECK_EVERY"]
@@ -71,7 +69,8 @@ def memory_ceiling(max_memory: int | None = None, option: str = "max_memory",
     -------
     callable or None
         ``guard(round, predicates)``, which reads the resident memory at most every
-        :data:`CHECK_EVERY` seconds; None when there is no ceiling.
+        :data:`CHECK_EVERY` seconds (:meth:`engine.guards.MemoryGuard.check_soon`); None
+        when there is no ceiling.
 
     Raises
     ------
@@ -79,9 +78,8 @@ def memory_ceiling(max_memory: int | None = None, option: str = "max_memory",
         For a ceiling that is not a whole number of bytes, or one below
         ``engine.guards.MIN_MEMORY``.
     """
-    from engine.guards import (MemoryLimitError, check_memory_limit, current_rss,
+    from engine.guards import (MemoryGuard, MemoryLimitError, check_memory_limit,
                                default_memory_limit)
-    from ndlog.text import format_bytes
     if max_memory is None:
         limit = default_memory_limit()
     elif isinstance(max_memory, bool) or not isinstance(max_memory, int) or max_memory < 0:
@@ -91,25 +89,28 @@ def memory_ceiling(max_memory: int | None = None, option: str = "max_memory",
         limit = check_memory_limit(max_memory, option)
     if not limit:
         return None
-    last = [0.0]
+    ceiling = MemoryGuard(limit, interval=CHECK_EVERY)
 
     def guard(rounds: int, predicates) -> None:
-        now = time.monotonic()
-        if now - last[0] < CHECK_EVERY:
-            return
-        last[0] = now
-        used = current_rss()
-        if used <= limit:
-            return
-        where = (f"in round {rounds:,} of the semi-naive evaluation of "
-                 f"{', '.join(sorted(predicates))}" if rounds else
-                 f"evaluating {', '.join(sorted(predicates))}")
-        err = MemoryLimitError(
-            f"the evaluation used {format_bytes(used)}, over its {option} of "
-            f"{format_bytes(limit)}, {where}; it was stopped before the machine ran out "
-            f"of memory",
-            hint="a program whose recursion builds ever longer lists or ever larger "
-                 f"numbers has no finite fixpoint; else raise {option} (or {none} for none)")
-        err.used, err.limit = used, limit
-        raise err
+        try:
+            ceiling.check_soon()
+        except MemoryLimitError as exc:     # in the evaluation's words, with its round
+            raise _stopped(exc.used, limit, rounds, predicates, option, none) from None
     return guard
+
+
+def _stopped(used: int, limit: int, rounds: int, predicates, option: str, none: str):
+    """The :class:`~engine.guards.MemoryLimitError` of an evaluation stopped at ``used``
+    bytes in ``rounds`` of the stratum of ``predicates``."""
+    from engine.guards import MemoryLimitError
+    from ndlog.text import format_bytes
+    preds = ", ".join(sorted(predicates))
+    where = (f"in round {rounds:,} of the semi-naive evaluation of {preds}" if rounds
+             else f"evaluating {preds}")
+    err = MemoryLimitError(
+        f"the evaluation used {format_bytes(used)}, over its {option} of "
+        f"{format_bytes(limit)}, {where}; it was stopped before the machine ran out of memory",
+        hint="a program whose recursion builds ever longer lists or ever larger numbers has "
+             f"no finite fixpoint; else raise {option} (or {none} for none)")
+    err.used, err.limit = used, limit
+    return err

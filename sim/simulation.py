@@ -45,7 +45,7 @@ from ndlog.gcpause import relaxed_gc
 from engine.placement import Placement
 from engine.wire import packed_items_size
 from engine.guards import soft_state_deletions
-from engine.options import RunOptions, require_flag
+from engine.options import RunOptions, require_callable, require_flag, require_whole
 from engine.workloads import Step, Workload, WorkloadContext, parse_workload, workload_rng
 from ndlog.analysis import aggsel_candidates
 
@@ -177,9 +177,7 @@ class Simulation:
         self.state_metrics = state_metrics
         self._state_cache: dict = {}      # state_figures' per node, between steps
         #: what :meth:`check` compares with (see ``reference``)
-        if reference is not None and not callable(reference):
-            raise InputError(f"reference is a function evaluate(program, facts), got "
-                             f"{type(reference).__name__}")
+        require_callable(reference, "reference", "a function evaluate(program, facts)")
         self.reference = reference or _python_reference
         arities = self.program.arities()
         self.link_arity = arities.get("link")
@@ -262,12 +260,8 @@ class Simulation:
         """
         require_flag(check, "check")
         require_flag(progress, "progress", optional=True)
-        if max_steps is not None and (isinstance(max_steps, bool) or
-                                      not isinstance(max_steps, int) or max_steps < 0):
-            raise InputError(f"max_steps is a whole number >= 0, got {max_steps!r}")
-        if callback is not None and not callable(callback):
-            raise InputError(f"callback is a function (result, simulation), got "
-                             f"{type(callback).__name__} {callback!r:.80}")
+        require_whole(max_steps, "max_steps", optional=True)
+        require_callable(callback, "callback", "a function (result, simulation)")
         workload = parse_workload(spec, self.topology)
         ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
                               self.link_arity, self.cost, self.uses)

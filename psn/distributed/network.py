@@ -43,7 +43,7 @@ from ray.exceptions import ActorDiedError, GetTimeoutError, RayActorError, RayEr
 
 from engine import Injector, Placement, RunOptions, prepare
 from engine.host import Contexts
-from engine.options import require_flag
+from engine.options import require_callable, require_flag, require_whole
 from engine.network import check_relation
 from engine.transport import TrafficMetrics
 from engine.wire import Codec
@@ -226,13 +226,8 @@ class RayNetwork:
         self.injector = Injector(program, self.program, self.resolved.scheme,
                                  self._contexts, self.resolved)
         self._codec = Codec(self.resolved.scheme)
-        if on_node is not None and not callable(on_node):
-            raise InputError(f"on_node is a function of the new Node, got "
-                             f"{type(on_node).__name__} {on_node!r:.80}")
-        if isinstance(max_recoveries, bool) or not isinstance(max_recoveries, int) \
-                or max_recoveries < 0:
-            raise InputError(f"max_recoveries is a whole number >= 0, got "
-                             f"{max_recoveries!r}")
+        require_callable(on_node, "on_node", "a function of the new Node")
+        require_whole(max_recoveries, "max_recoveries")
         if facts is not None and not isinstance(facts, Mapping):
             raise InputError(f"facts must be a mapping of predicate -> tuples, got "
                              f"{type(facts).__name__}")
