@@ -26,6 +26,7 @@ transport only as the default.
 
 from __future__ import annotations
 
+import numbers
 import time
 from typing import Any, Callable, Iterable, Mapping
 
@@ -75,6 +76,10 @@ class NotConvergedError(EvaluationError):
             super().__init__(done)
 
 
+#: the signs a burst item given as a tuple may carry (True is 1 to Python)
+_SIGNS = {"+": 1, 1: 1, "-": -1, -1: -1}
+
+
 def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
     """Normalize one burst item to ``(sign, pred, tuple)``.
 
@@ -96,12 +101,11 @@ def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
     except (TypeError, ValueError):
         raise InputError(f"a burst item must be (sign, predicate, tuple) or a fact string, "
                          f"got {item!r}") from None
-    if sign in ("+", 1, True):
-        sign = 1
-    elif sign in ("-", -1):
-        sign = -1
-    else:
-        raise InputError(f"sign of a burst item must be '+' or '-', got {sign!r}")
+    # 1.0 == 1 in Python: a float sign is refused rather than taken for its integer
+    sign = _SIGNS.get(sign) if isinstance(sign, (str, numbers.Integral)) else None
+    if sign is None:
+        raise InputError(f"sign of a burst item must be '+' or '-' (1 or -1), got "
+                         f"{item[0]!r}")
     if not isinstance(pred, str):
         raise InputError(f"predicate must be a string, got {pred!r}")
     if not isinstance(tup, (tuple, list)):

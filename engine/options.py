@@ -180,8 +180,11 @@ class RunOptions:
             return self.placement
         return Placement(self.workers, self.placement)
 
-    def resolve(self, program) -> "Resolved":
+    def resolve(self, program, fixed_order: bool = False) -> "Resolved":
         """Concrete choices for ``program`` (an :class:`~engine.program.EngineProgram`).
+
+        ``fixed_order``: the transport's order cannot be chosen (Ray), so a refusal does
+        not suggest a delivery model.
 
         Raises
         ------
@@ -201,7 +204,7 @@ class RunOptions:
         if not scheme.tracks_derivations and not self.unsafe:
             from .guards import set_deletion_problem
             problem = set_deletion_problem(program.source)
-            _refuse_reordered_aggregates(scheme, program, self.delivery)
+            _refuse_reordered_aggregates(scheme, program, self.delivery, fixed_order)
         aggsel = _aggsel(self.aggsel, scheme, program)
         ship = _ship(self.ship, scheme)
         from .minship import supports
@@ -379,9 +382,10 @@ def _count(value, what: str, zero: str = "") -> None:
                          f"{f' ({zero})' if zero else ''}, not {value!r}")
 
 
-def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
+def _refuse_reordered_aggregates(scheme, program, delivery: str, fixed_order: bool) -> None:
     """An aggregate replaces its result with a deletion and an insertion; a scheme that does
-    not track derivations is exact only if they arrive in order (FIFO channels)."""
+    not track derivations is exact only if they arrive in order (FIFO channels), which a
+    transport of ``fixed_order`` (Ray) does not promise."""
     from .delivery import make_delivery
     if not program.aggregates or make_delivery(delivery).fifo:
         return
@@ -390,9 +394,11 @@ def _refuse_reordered_aggregates(scheme, program, delivery: str) -> None:
     raise UnsafeAnnotationError(
         f"annotation '{scheme.name}' keeps no derivations, so the aggregate of rule "
         f"{rule.name} (which replaces a result by deleting the old one) is exact only when "
-        f"channels are FIFO, not with delivery {delivery!r}",
+        f"channels are FIFO, not "
+        f"{'on Ray' if fixed_order else f'with delivery {delivery!r}'}",
         rule.span, program.source.source,
-        hint="use --annotation absorption, --delivery fifo, or --unsafe to run it unchecked")
+        hint=f"use --annotation absorption, {'' if fixed_order else '--delivery fifo, '}or "
+             f"--unsafe to run it unchecked")
 
 
 def _refuse_unsafe_scheme(scheme, unsafe: bool) -> None:

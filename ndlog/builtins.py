@@ -13,6 +13,7 @@ caller wraps :class:`BuiltinError` with the rule's span).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable
 
 from .errors import InputError
@@ -21,30 +22,48 @@ __all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggr
            "fact_values"]
 
 
-def _frozen(v):
-    """``v`` with every list or tuple in it a tuple."""
+class _NotAValue(Exception):
+    """A Python value that is not an NDlog value (carries it)."""
+
+
+def _plain(v):
+    """``v`` as an NDlog value: ``int``, ``float``, ``str`` or a tuple of them, with every
+    list a tuple and any other number type (a bool, numpy's) converted to ``int`` or
+    ``float``; raises :class:`_NotAValue` for anything else."""
+    t = type(v)
+    if t is int or t is str or t is float:
+        return v
+    if t is tuple or t is list:
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        return float(v)
+    if isinstance(v, str):
+        return str(v)
     if isinstance(v, (list, tuple)):
-        return tuple(_frozen(x) for x in v)
-    return v
+        return tuple(_plain(x) for x in v)
+    raise _NotAValue(v)
 
 
 def fact_values(pred: str, row) -> tuple:
     """The values of a fact of ``pred`` given from Python (a tuple or list), as a fact
-    holds them: every list in it a tuple, and every value hashable.
+    holds them: integers, floats, strings, and every list in it a tuple. Other number
+    types (a bool, numpy's) become ``int`` or ``float``.
 
     Raises
     ------
     InputError
-        Naming the predicate and the value, for a value that cannot be stored (a set, a
-        dict, ..., or a float nan, which equals nothing and so could never be deleted).
+        Naming the predicate and the value, for a value NDlog has no kind for (a set, a
+        dict, ``None``, an object, ...), or a float nan, which equals nothing and so could
+        never be deleted.
     """
-    values = _frozen(row)
     try:
-        hash(values)
-    except TypeError:
-        bad = _unhashable(values)
-        raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: {bad!r} (a "
-                         f"{type(bad).__name__})",
+        values = _plain(row)
+    except _NotAValue as exc:
+        bad = exc.args[0]
+        raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: {bad!r:.80} (of "
+                         f"type {type(bad).__name__})",
                          hint="values are numbers, strings and lists of them") from None
     if _has_nan(values):
         raise InputError(f"a fact of '{pred}' has a value NDlog cannot hold: nan",
@@ -57,21 +76,6 @@ def _has_nan(values: tuple) -> bool:
     """Whether a float nan is in ``values`` (tuples in tuples)."""
     return any(v != v if type(v) is float else type(v) is tuple and _has_nan(v)
                for v in values)
-
-
-def _unhashable(values: tuple):
-    """The innermost value in ``values`` (tuples in tuples) that is not hashable."""
-    for v in values:
-        if type(v) is tuple:
-            found = _unhashable(v)
-            if found is not None:
-                return found
-            continue
-        try:
-            hash(v)
-        except TypeError:
-            return v
-    return None
 
 
 def aggregate_value(func: str, values: list):

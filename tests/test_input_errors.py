@@ -812,7 +812,8 @@ def test_multiset_of_a_relation_the_program_does_not_have_is_named():
 
 
 @pytest.mark.parametrize("value, kind", [({2}, "set"), ({2: 3}, "dict"),
-                                         ([1, {2}], "set")])
+                                         ([1, {2}], "set"), (object(), "object"),
+                                         (None, "NoneType"), (b"2", "bytes")])
 def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
     from engine import Network
     net = Network(REACHABLE, {"link": [(1, 2)]}, annotation="absorption").run()
@@ -822,7 +823,7 @@ def test_a_fact_value_that_cannot_be_stored_is_named(value, kind):
              lambda: net.why("link", (1, value))]
     for attempt in tries:
         with pytest.raises(InputError, match=f"a fact of 'link' has a value NDlog cannot "
-                                             f"hold: .* \\(a {kind}\\)"):
+                                             f"hold: .* \\(of type {kind}\\)"):
             attempt()
     assert net.relations()["reachable"] == {(1, 2)}      # nothing was accepted
 
@@ -841,6 +842,15 @@ def test_a_nan_in_a_fact_is_refused_since_it_could_never_be_deleted(value):
             attempt()
         assert "never be matched or deleted" in info.value.hint
     assert net.relations()["link"] == {(1, 2)}
+
+
+def test_other_number_types_in_facts_become_int_and_float():
+    """A bool or a numpy number was stored as it was given, which the wire then refused
+    (numpy) or printed as True; NDlog's numbers are int and float."""
+    import numpy as np
+    got = psn.evaluate(REACHABLE, {"link": [(np.int64(1), [True, np.float32(0.5)])]})
+    (row,) = got["reachable"]
+    assert row == (1, (1, 0.5)) and [type(v) for v in (row[0], *row[1])] == [int, int, float]
 
 
 def test_lists_in_facts_are_stored_as_tuples_at_every_depth():

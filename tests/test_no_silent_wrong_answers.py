@@ -197,6 +197,8 @@ def test_simulation_step_reads_updates_as_the_other_entry_points_do():
     sim.step(updates=["-link(@3, 4)"])
     assert (3, 4) not in sim.relations()["link"]
     for bad, what in [([(5, "link", (1, 2))], "sign of a burst item must be"),
+                      ([(1.0, "link", (1, 2))], r"\(1 or -1\), got 1.0"),
+                      ([(False, "link", (1, 2))], "got False"),
                       ([("x",)], "a burst item must be")]:
         with pytest.raises(InputError, match=what):
             sim.step(updates=bad)

@@ -179,6 +179,21 @@ def test_options_resolve_aggregate_selection_once():
     assert Network(reach).resolved.aggsel == "off"
 
 
+def test_on_ray_the_refusal_of_set_with_aggregates_suggests_no_delivery_model(capsys):
+    from psn.distributed import RayNetwork
+    shortest = psn.load(f"{EXAMPLES}/shortest_path.ndl")
+    with pytest.raises(InputError, match="FIFO, not with delivery 'random'") as err:
+        Network(shortest, annotation="set")
+    assert "--delivery fifo" in err.value.hint
+    with pytest.raises(InputError, match="channels are FIFO, not on Ray\n") as err:
+        RayNetwork(shortest, annotation="set")
+    assert err.value.hint == "use --annotation absorption, or --unsafe to run it unchecked"
+    assert main(["run", f"{EXAMPLES}/shortest_path.ndl", "--engine", "ray",
+                 "--annotation", "set", "--topology", "ring"]) == 2
+    err = capsys.readouterr().err
+    assert "FIFO, not on Ray" in err and "delivery" not in err
+
+
 def test_a_burst_predicate_the_program_does_not_have_is_an_error():
     net = Network(psn.load(f"{EXAMPLES}/reachable.ndl"))
     with pytest.raises(InputError, match="predicate 'lnk' is not used by the program") as err:

@@ -148,7 +148,8 @@ def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master
 
 def test_a_stopped_session_is_started_anew():
     """``psn.batch.stop_session`` stops the process's session and the next evaluation
-    starts a new one (in a process of its own: the suite's session stays up)."""
+    starts a new one (in a process of its own: the suite's session stays up). The JVM's
+    error stream reaches stderr without its "Using incubator modules" warning."""
     import subprocess
     import sys
     script = (
@@ -156,6 +157,7 @@ def test_a_stopped_session_is_started_anew():
         "from psn.batch import evaluate_spark, get_session, stop_session\n"
         "stop_session()\n"                      # nothing running: nothing to do
         "first = get_session('local[1]')\n"
+        "first.sparkContext._jvm.System.err.println('from the JVM')\n"
         "stop_session()\n"
         "assert first.sparkContext._jsc is None\n"
         "got = evaluate_spark(psn.parse('r(X, Y) :- e(X, Y).'), {'e': [(1, 2)]},\n"
@@ -165,6 +167,7 @@ def test_a_stopped_session_is_started_anew():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    assert "from the JVM\n" in done.stderr and "incubator" not in done.stderr, done.stderr
 
 
 def test_a_standalone_master_nobody_listens_on_is_refused_at_once(capsys):

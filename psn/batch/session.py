@@ -7,8 +7,9 @@ adaptive execution off, quiet logs (level ERROR, no startup banner or progress b
 bound to 127.0.0.1 so it needs no network, a fast-starting JVM (C1-only JIT, no
 whole-stage code generation; ``PSN_SPARK_JIT=full`` turns both back on for long jobs), and
 Python workers (the few UDFs of ``sum``/``avg``) on this process's interpreter unless
-``PYSPARK_PYTHON`` says otherwise. The JVM itself still prints one "Using incubator
-modules" line on start. Any Spark cluster can be used instead by giving its master URL.
+``PYSPARK_PYTHON`` says otherwise. The JVM's error stream is passed on without the
+"Using incubator modules" line it prints on start (Spark's launcher adds that module, and no
+JVM option silences it). Any Spark cluster can be used instead by giving its master URL.
 
 Ctrl-C and SIGTERM are held back while the session starts and acted on once it has: an
 interrupt in the middle left the JVM running. A second Ctrl-C acts at once (a way out of a
@@ -84,31 +85,65 @@ def _log4j_file() -> str:
     return path
 
 
-def _builder(master: str, local: bool):
-    from pyspark.sql import SparkSession
-
+def _settings(master: str, local: bool) -> dict[str, str]:
+    """The session's Spark settings (master and application name included)."""
     java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    if local and os.environ.get("PSN_SPARK_JIT", "fast") != "full":
+    fast = local and os.environ.get("PSN_SPARK_JIT", "fast") != "full"
+    if fast:
         # C1-only JIT: these jobs are many small plans in a short-lived JVM; measured on a
         # loaded 2-core machine, session start 33 s -> 11 s and a first 100-node closure
         # 66 s -> 33 s (PSN_SPARK_JIT=full restores the default tiered JIT)
         java_opts += " -XX:TieredStopAtLevel=1"
-    b = (SparkSession.builder.master(master).appName("psn-reference")
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-         # adaptive execution runs every shuffle stage as a job of its own: on the small,
-         # many-round plans of semi-naive evaluation that doubled the number of jobs
-         .config("spark.sql.adaptive.enabled", "false")
-         .config("spark.driver.extraJavaOptions", java_opts)
-         .config("spark.executor.extraJavaOptions", java_opts))
-    if local and os.environ.get("PSN_SPARK_JIT", "fast") != "full":
-        b = b.config("spark.sql.codegen.wholeStage", "false")  # fewer Janino compiles
+    settings = {
+        "spark.master": master,
+        "spark.app.name": "psn-reference",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        # adaptive execution runs every shuffle stage as a job of its own: on the small,
+        # many-round plans of semi-naive evaluation that doubled the number of jobs
+        "spark.sql.adaptive.enabled": "false",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+    }
+    if fast:
+        settings["spark.sql.codegen.wholeStage"] = "false"  # fewer Janino compiles
     if local:
-        b = (b.config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.default.parallelism", str(SHUFFLE_PARTITIONS)))
-    return b
+        settings.update({"spark.driver.host": "127.0.0.1",
+                         "spark.driver.bindAddress": "127.0.0.1",
+                         "spark.default.parallelism": str(SHUFFLE_PARTITIONS)})
+    return settings
+
+
+#: what the JVM prints on start because Spark's launcher adds the incubating vector module;
+#: no JVM option turns it off, so the JVM's error stream is passed on without this line
+_INCUBATOR_WARNING = b"WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def _launch_jvm(settings: dict[str, str]) -> None:
+    """Start the JVM of the session with ``settings`` as PySpark would, except that its
+    error stream goes through :func:`_pass_on_errors` (which drops the incubator
+    warning) to this process's standard error."""
+    from subprocess import PIPE
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    if SparkContext._gateway is not None:   # a JVM this process started before
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})
+    threading.Thread(target=_pass_on_errors, args=(gateway.proc.stderr,), daemon=True,
+                     name="psn-spark-stderr").start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _pass_on_errors(stream) -> None:
+    """Copy the JVM's error stream, line by line, to file descriptor 2 (where the JVM
+    would have written it), without :data:`_INCUBATOR_WARNING`; ends with the JVM."""
+    with stream:
+        for line in stream:
+            if line.rstrip() != _INCUBATOR_WARNING:
+                os.write(2, line)
 
 
 def get_session(master: str | None = None):
@@ -217,12 +252,15 @@ def _start(master: str, local: bool):
     naming the master (a cluster that is not there, no Java)."""
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
     check_reachable(master)
     _quiet_python_loggers()
     with held(note="psn: stopping once the Spark session has started, so that its JVM is "
                    "not left running (Ctrl-C again stops at once)", again_now=True):
         try:
-            return _builder(master, local).getOrCreate()
+            settings = _settings(master, local)
+            _launch_jvm(settings)
+            return SparkSession.builder.config(map=settings).getOrCreate()
         except (PySparkException, Py4JError) as exc:
             from ndlog.errors import EvaluationError
             first = (str(exc).strip().splitlines()[0] if str(exc).strip()

@@ -98,7 +98,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
     wanted = _why_facts(args.why)
-    _refuse_inexact_deletions(args, program, options, bursts)
+    _refuse_inexact_deletions(args, program, options, bursts, engine)
     with _engine_errors(engine):
         runner = make_runner(engine, program, options, args, topology)
         try:
@@ -268,14 +268,14 @@ def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
     return out
 
 
-def _refuse_inexact_deletions(args, program, options, bursts) -> None:
+def _refuse_inexact_deletions(args, program, options, bursts, engine: str) -> None:
     """Before anything runs: refuse a run that will delete facts when the annotation
     cannot make deletions exact on this program (set semantics on recursion, ...)."""
     from engine import prepare
     from engine.guards import implicit_deletions
     from engine.workloads import parse_workload
     prepared = prepare(program)
-    resolved = options.resolve(prepared)
+    resolved = options.resolve(prepared, fixed_order=engine == "ray")
     if resolved.deletion_problem is None:
         return
     if any(sign < 0 for _, burst in bursts for sign, _, _ in burst):

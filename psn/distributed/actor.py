@@ -82,8 +82,8 @@ class ShardActor:
         self.epoch = epoch
         self.peers = list(peers)
         self.error = None
-        self.shard = Shard(index, prepared, options.resolve(prepared), placement,
-                           on_node=on_node)
+        self.shard = Shard(index, prepared, options.resolve(prepared, fixed_order=True),
+                           placement, on_node=on_node)
         return os.getpid()
 
     def _pause_collector(self) -> None:

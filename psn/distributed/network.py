@@ -214,7 +214,7 @@ class RayNetwork:
                                   "run the delivery model in psn.Simulation or psn.Network")
         self.options = opts
         self.source = program
-        self.resolved = opts.resolve(prepare(program))
+        self.resolved = opts.resolve(prepare(program), fixed_order=True)
         refuse_phased(self.resolved.scheme)
         # what the workers run (split into one query per aggregate with aggsel "single");
         # they are sent its source and resolve it again, which leaves it as it is
