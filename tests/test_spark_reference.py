@@ -94,6 +94,40 @@ def test_shortest_path_without_aggregate_selection(spark):
     assert got["path"] >= pruned["path"]
 
 
+def test_progress_is_called_after_every_round(spark, capsys):
+    chain = [(i, i + 1) for i in range(1, 5)]
+    calls, stats = [], SparkStats()
+    got = evaluate_spark(psn.parse(REACHABLE), {"link": chain}, session=spark, stats=stats,
+                         progress=lambda *call: calls.append(call))
+    assert len(got["reachable"]) == 10
+    assert [c[:2] for c in calls] == [("reachable", r)
+                                      for r in range(1, stats.rounds["reachable"] + 1)]
+    assert sum(c[2] for c in calls) == 10 - len(chain) and calls[-1][2] == 0
+    from psn.cli import main
+    facts = Path(__file__).resolve().parent / "programs" / "reachable" / "facts.ndl"
+    assert main(["reference", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts),
+                 "--progress"]) == 0
+    err = capsys.readouterr().err
+    assert "Spark reference, reachable" in err and " new]" in err, err
+
+
+def test_a_program_without_a_finite_fixpoint_shows_its_rounds_going_on(spark):
+    """Spark's reference has no memory ceiling of its own: a caller sees the rounds."""
+
+    class Enough(Exception):
+        pass
+
+    def progress(predicates, rounds, added):
+        assert (predicates, added) == ("path", 2)
+        if rounds == 4:
+            raise Enough
+    endless = ("p1 path(@S, D, P) :- link(@S, D), P := [S, D].\n"
+               "p2 path(@S, D, P) :- link(@S, Z), path(@Z, D, P2), P := f_prepend(S, P2).\n")
+    with pytest.raises(Enough):
+        evaluate_spark(psn.parse(endless), {"link": [(1, 2), (2, 1)]}, session=spark,
+                       progress=progress)
+
+
 def test_runtime_errors_match_python(spark):
     program = psn.parse("q(X, Y, X / Y) :- n(X), n(Y).\nn(1). n(0).\n", "div.ndl")
     with pytest.raises(EvaluationError) as py_err:

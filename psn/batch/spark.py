@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Iterable
+from typing import Callable, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, monotone_span, strata
@@ -62,7 +62,8 @@ class SparkStats:
 
 def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
                    aggsel: bool | str = True, hidden: bool = False, session=None,
-                   master: str | None = None, stats: SparkStats | None = None
+                   master: str | None = None, stats: SparkStats | None = None,
+                   progress: Callable[[str, int, int], object] | None = None
                    ) -> dict[str, set[tuple]]:
     """Evaluate ``program`` on Spark to its least fixpoint (same result as ``psn.evaluate``).
 
@@ -84,6 +85,11 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         Spark master URL used when ``session`` is not given (default local).
     stats:
         If given, filled with rounds per recursive stratum, result size and wall time.
+    progress:
+        If given, called after every semi-naive round of a recursive stratum as
+        ``progress(predicates, round, added)``: the stratum's predicates joined by ``/``,
+        the round (from 1) and the tuples that round added. A program without a finite
+        fixpoint runs round after round until interrupted; this is how a caller sees it.
 
     Returns
     -------
@@ -106,7 +112,7 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         session = get_session(master)
     started = time.perf_counter()
     program = project_negated_wildcards(program)
-    run = _Run(session, program, aggsel)
+    run = _Run(session, program, aggsel, progress)
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
     try:
@@ -140,7 +146,7 @@ def _cols(arity: int) -> list[str]:
 class _Run:
     """One evaluation: the session, the program, the relations, the error table."""
 
-    def __init__(self, session, program: A.Program, aggsel: bool):
+    def __init__(self, session, program: A.Program, aggsel: bool, progress=None):
         from pyspark.sql import functions as F
         self.F = F
         self.spark = session
@@ -150,6 +156,8 @@ class _Run:
                                              if aggsel_mode(aggsel) != "off" else {})
         self.rels: dict[str, Rel] = {}
         self.rounds: dict[str, int] = {}
+        self.progress = progress
+        self.added = 0          # tuples the rounds of the current stratum have added
         self.derived: set[str] = set()
         self.consumed = {a.pred for r in program.rules
                          for a in (*r.body_atoms, *r.negated_atoms)}
@@ -239,7 +247,7 @@ class _Run:
                 self._add(pred, frames)
             return
         delta = self._merge(comp, pending, first=True)
-        rounds = 0
+        rounds, name = 0, "/".join(sorted(comp))
         while recursive and any(delta.values()):
             rounds += 1
             pending = {}
@@ -247,9 +255,12 @@ class _Run:
                 for i, lit in enumerate(r.body):
                     if isinstance(lit, A.Atom) and lit.pred in comp and delta.get(lit.pred):
                         self._derive(r, (i, delta[lit.pred]), pending)
+            self.added = 0
             delta = self._merge(comp, pending, first=False)
+            if self.progress is not None:
+                self.progress(name, rounds, self.added)
         if recursive:
-            self.rounds["/".join(sorted(comp))] = rounds
+            self.rounds[name] = rounds
 
     def _add(self, pred: str, frames: dict[tuple, list]) -> None:
         """Non-recursive results stay lazy (no job now). A relation that rules read is made
@@ -305,6 +316,7 @@ class _Run:
         delta: Rel = {}
         for sig, df in new.items():
             df, n = self._materialize(df)
+            self.added += n
             if n == 0:
                 continue
             delta[sig] = df
@@ -343,6 +355,7 @@ class _Run:
         rel[sig] = pruned.drop("_new")
         if not counts or not counts["n"]:
             return {}
+        self.added += counts["n"]
         return {sig: pruned.filter(F.col("_new")).drop("_new")}
 
     # -- rules ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``psn reference PROGRAM [--facts FILE]... [--engine python|spark] [--spark-master URL]
-[--format table|json|csv] [--output FILE] [--max-memory SIZE]``: compute the reference
-result relations.
+[--format table|json|csv] [--output FILE] [--max-memory SIZE] [--progress]``: compute the
+reference result relations.
 
 Role: the command-line face of the two reference evaluators: the Python one
 (:func:`ndlog.reference.evaluate`) and the Spark batch one
@@ -16,6 +16,7 @@ pyspark is imported only when ``--engine spark`` is chosen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-aggsel", action="store_true",
                    help="turn aggregate selection off (enumerates every path)")
     add_memory_option(p, " (--engine python)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show the rounds of --engine spark's recursive strata on stderr "
+                   "(default: when stderr is a terminal)")
     p.set_defaults(func=run)
 
 
@@ -74,13 +78,35 @@ def run(args: argparse.Namespace) -> int:
     facts = read_facts_files(args.facts, **program_shapes(program))
     if args.engine == "spark":
         from ..batch.spark import evaluate_spark
-        result = evaluate_spark(program, facts, aggsel=not args.no_aggsel,
-                                master=args.spark_master)
+        with _round_bar(args.progress) as progress:
+            result = evaluate_spark(program, facts, aggsel=not args.no_aggsel,
+                                    master=args.spark_master, progress=progress)
     else:
         from ndlog.reference import evaluate
         result = evaluate(program, facts, aggsel=not args.no_aggsel, guard=guard)
     write_text(render_relations(result, fmt), args.output)
     return 0
+
+
+@contextlib.contextmanager
+def _round_bar(show: bool | None):
+    """A ``progress`` callback for :func:`psn.batch.spark.evaluate_spark` that shows the
+    rounds on a tqdm line on stderr (``show`` None: when stderr is a terminal), or None.
+    A program without a finite fixpoint shows its rounds going on until Ctrl-C."""
+    if not (sys.stderr.isatty() if show is None else show):
+        yield None
+        return
+    from tqdm import tqdm
+    bar = tqdm(desc="Spark reference", unit=" rounds", file=sys.stderr, leave=False)
+
+    def progress(predicates: str, rounds: int, added: int) -> None:
+        bar.set_description_str(f"Spark reference, {predicates}", refresh=False)
+        bar.set_postfix_str(f"round {rounds:,}: {added:,} new", refresh=False)
+        bar.update(1)
+    try:
+        yield progress
+    finally:
+        bar.close()
 
 
 def add_memory_option(p: argparse.ArgumentParser, where: str = "") -> None:
