@@ -193,8 +193,7 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed is an integer, got {seed!r}")
-    if fifo is not None and not isinstance(fifo, bool):
-        raise InputError(f"fifo is True, False or None, got {fifo!r}")
+    require_flag(fifo, "fifo", optional=True)
     if not isinstance(scope, Scope):
         scope = Scope.parse(scope)
     if fifo is not None:
