@@ -1,4 +1,5 @@
-"""Wording of the messages and reports PSN prints: counts with their nouns, sizes in bytes.
+"""Wording of the messages and reports PSN prints: counts with their nouns, sizes in bytes,
+a long step's progress.
 
 Role: small helpers that make printed text read naturally (``1 tuple``, ``2 tuples``,
 ``1,000 steps``, ``3.21 GiB``), shared by every package that prints (it sits in the language core, which
@@ -10,7 +11,7 @@ Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
 
 from __future__ import annotations
 
-__all__ = ["count_noun", "format_bytes"]
+__all__ = ["count_noun", "format_bytes", "step_heartbeat"]
 
 
 def count_noun(n: int, singular: str, plural: str | None = None) -> str:
@@ -52,3 +53,45 @@ def format_bytes(n: int) -> str:
     if n >= 1 << 30:
         return f"{n / (1 << 30):.2f} GiB"
     return f"{n / (1 << 20):.1f} MiB"
+
+
+def step_heartbeat(bar, label: str, clock=None, every: float = 0.5,
+                   what: tuple = (("delivery", "deliveries"),
+                                  ("update in flight", "updates in flight"))):
+    """A ``heartbeat(done, in_flight)`` (as :meth:`engine.Network.run` calls it after every
+    delivery) that shows a long step's progress on a progress ``bar`` at most every
+    ``every`` seconds: the step's ``label``, the two counts, and with a ``clock`` its
+    virtual time.
+
+    Parameters
+    ----------
+    bar:
+        A tqdm bar (anything with ``set_postfix_str``); None for no heartbeat.
+    label:
+        The step's label.
+    clock:
+        The simulator's clock (``clock.now()`` in virtual seconds), or None.
+    every:
+        Seconds of wall time between two updates of the bar.
+    what:
+        What the two counts are, each as ``(singular, plural)`` (Ray counts batches
+        between workers).
+
+    Returns
+    -------
+    callable or None
+        None when ``bar`` is None.
+    """
+    if bar is None:
+        return None
+    import time
+    shown = [time.monotonic()]
+
+    def beat(done: int, in_flight: int) -> None:
+        now = time.monotonic()
+        if now - shown[0] >= every:
+            shown[0] = now
+            at = "" if clock is None else f"t={clock.now():.3f}s, "
+            bar.set_postfix_str(f"{label}: {at}{count_noun(done, *what[0])}, "
+                                f"{count_noun(in_flight, *what[1])}")
+    return beat

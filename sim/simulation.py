@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ndlog.check import verdict
 from ndlog.errors import InputError
-from ndlog.text import count_noun
+from ndlog.text import count_noun, step_heartbeat
 from ndlog.reference import evaluate as _python_reference, fact_rows
 
 import math
@@ -292,27 +292,18 @@ class Simulation:
 
     def _heartbeat(self, label: str):
         """Within a long step, show virtual time and the updates in flight on the bar."""
-        bar = self._bar
-        if bar is None:
-            return None
-        clock = self.clock
-        shown = [time.monotonic()]
-
-        def beat(deliveries: int, in_flight: int) -> None:
-            now = time.monotonic()
-            if now - shown[0] >= 0.5:
-                shown[0] = now
-                bar.set_postfix_str(f"{label}: t={clock.now():.3f}s, {deliveries:,} "
-                                    f"deliveries, {in_flight:,} updates in flight")
-        return beat
+        return step_heartbeat(self._bar, label, self.clock)
 
     def step(self, insert: dict | None = None, delete: dict | None = None,
              label: str = "step", advance: float = 0.0, check: bool = False,
-             updates: list | None = None) -> StepResult:
+             updates: list | None = None, heartbeat=None) -> StepResult:
         """Run one burst: ``insert``/``delete`` map predicates to lists of tuples (the
         deletions apply first), or ``updates`` lists ``(sign, pred, tuple)`` (sign ``1``,
         ``-1``, ``"+"`` or ``"-"``) or ``"+link(@a, b)"`` strings in the order they apply
-        (a burst file's), as :func:`engine.network.parse_update` reads them.
+        (a burst file's), as :func:`engine.network.parse_update` reads them. ``heartbeat``
+        is called as ``heartbeat(deliveries, in_flight)`` after every delivery of the step
+        (as by :meth:`engine.Network.run`; :func:`ndlog.text.step_heartbeat` shows it on a
+        progress bar).
 
         Raises
         ------
@@ -322,6 +313,7 @@ class Simulation:
         """
         require_at_least("advance (s)", advance, 0, duration=True)
         require_flag(check, "check")
+        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")
@@ -333,7 +325,7 @@ class Simulation:
             for pred, rows in (given or {}).items():
                 fact_rows(pred, rows)
         return self._run_step(Step(label, dict(insert or {}), dict(delete or {}), advance,
-                                   updates), check)
+                                   updates), check, heartbeat)
 
     def advance(self, seconds: float, check: bool = False) -> StepResult:
         """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence.
@@ -351,7 +343,7 @@ class Simulation:
 
     # ------------------------------------------------------------------ one step
 
-    def _run_step(self, step: Step, check: bool) -> StepResult:
+    def _run_step(self, step: Step, check: bool, heartbeat=None) -> StepResult:
         tr = self.transport
         wall0 = time.perf_counter()
         events0 = self.clock.events_run
@@ -363,7 +355,7 @@ class Simulation:
         if burst:
             self.net.apply(burst)           # a refused burst raises: no expiry changes
         self._expiries(burst, soft)
-        self.net.run(heartbeat=self._heartbeat(step.label))
+        self.net.run(heartbeat=heartbeat or self._heartbeat(step.label))
         if first is None:
             sim_time = max(tr.last_done, self.clock.now()) - t0
         else:                               # from the first expiry to the last batch done

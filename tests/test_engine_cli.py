@@ -374,3 +374,49 @@ def test_an_unknown_option_shows_the_subcommands_usage(files, capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("usage: psn run ")
     assert err.rstrip().endswith("psn run: error: unrecognized arguments: --bogus")
+
+
+class _Bar:
+    """Records what a heartbeat shows (it only calls ``set_postfix_str``)."""
+
+    def __init__(self):
+        self.shown = []
+
+    def set_postfix_str(self, text):
+        self.shown.append(text)
+
+
+def test_a_step_heartbeat_shows_the_counts_and_virtual_time():
+    from ndlog.text import step_heartbeat
+    from sim.clock import VirtualClock
+    assert step_heartbeat(None, "load") is None
+    bar, clock = _Bar(), VirtualClock()
+    beat = step_heartbeat(bar, "load all", clock, every=0)
+    beat(1, 2)
+    beat(1_234, 1)
+    assert bar.shown == ["load all: t=0.000s, 1 delivery, 2 updates in flight",
+                         "load all: t=0.000s, 1,234 deliveries, 1 update in flight"]
+    slow = step_heartbeat(bar, "x", every=3600)
+    slow(5, 5)                         # within the hour: nothing shown
+    assert len(bar.shown) == 2
+
+
+@pytest.mark.parametrize("engine, shows", [
+    ("sim", r"load all: t=\d+\.\d{3}s, [\d,]+ deliver"),
+    ("memory", r"load all: [\d,]+ deliver(y|ies), [\d,]+ updates? in flight"),
+    ("ray", r"load all: [\d,]+ batch(es)? received, [\d,]+ batch(es)? in flight")])
+def test_psn_run_shows_a_long_steps_progress_on_its_bar(monkeypatch, capsys, engine, shows):
+    """A single long step (every link of a large topology at once) left the bar at
+    '0 steps' until it ended; now the step's deliveries and updates in flight show."""
+    import functools
+    import re
+
+    from ndlog.text import step_heartbeat
+    from psn.cli import runners
+    monkeypatch.setattr(runners, "step_heartbeat", functools.partial(step_heartbeat,
+                                                                    every=0))
+    program = str(Path(__file__).resolve().parents[1] / "examples" / "reachable.ndl")
+    extra = ["--workers", "2"] if engine == "ray" else []
+    assert main(["run", program, "--topology", "ring", "--engine", engine, *extra,
+                 "--relation", "link", "--progress"]) == 0
+    assert re.search(shows, capsys.readouterr().err)

@@ -334,14 +334,14 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     try:
         for label, burst, advance in _printing_done_steps(
                 runner, rows, plan_steps(args, runner, program, topology, facts, bursts)):
-            row = _guarded_step(runner, rows, label, burst, advance)
+            row = _guarded_step(runner, rows, label, burst, advance, bar)
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix_str(label[:40])
         if not rows:        # only the program's own facts
-            row = runner.step("program facts", [])
+            row = runner.step("program facts", [], bar=bar)
             row["check"], row["diff"] = checker(runner) if checker else (None, [])
             rows.append(row)
     finally:
@@ -366,14 +366,16 @@ def _printing_done_steps(runner, rows: list[dict], steps):
         raise
 
 
-def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float) -> dict:
-    """One step; when a limit (memory, derivation budget, a bound on updates) or Ctrl-C
-    stops it, the steps completed so far are printed before the error propagates."""
+def _guarded_step(runner, rows: list[dict], label: str, burst: list, advance: float,
+                  bar=None) -> dict:
+    """One step (its progress shown on ``bar``, if any); when a limit (memory, derivation
+    budget, a bound on updates) or Ctrl-C stops it, the steps completed so far are printed
+    before the error propagates."""
     from engine import NotConvergedError
     from engine.bursts import locate_error
     from engine.guards import AnnotationBudgetError, MemoryLimitError
     try:
-        return runner.step(label, burst, advance)
+        return runner.step(label, burst, advance, bar)
     except InputError as exc:               # a deletion of what is not there: its line
         locate_error(exc, [burst])
         raise

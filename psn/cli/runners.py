@@ -20,6 +20,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ndlog.text import step_heartbeat
+
 __all__ = ["Runner", "MemoryRunner", "SimRunner", "RayRunner", "STEP_COLUMNS", "make_runner"]
 
 #: Keys of every step row, on every engine (plus ``label``, ``check`` and ``diff``).
@@ -41,9 +43,10 @@ class Runner:
         self._before = dict.fromkeys(_COUNTERS, 0)
 
     # -- the engine's part -----------------------------------------------------------------
-    def _apply(self, label: str, burst: list, advance: float) -> dict:
+    def _apply(self, label: str, burst: list, advance: float, bar) -> dict:
         """Inject ``burst``, let ``advance`` seconds pass where time exists, run to
-        quiescence; returns engine-specific extra columns."""
+        quiescence, showing the step's progress on ``bar`` (a tqdm bar, or None); returns
+        engine-specific extra columns."""
         raise NotImplementedError
 
     def metrics(self) -> dict:
@@ -51,10 +54,11 @@ class Runner:
         raise NotImplementedError
 
     # -- shared ----------------------------------------------------------------------------
-    def step(self, label: str, burst: list, advance: float = 0.0) -> dict:
-        """One step: ``burst`` of ``(sign, pred, tuple)``; returns its row."""
+    def step(self, label: str, burst: list, advance: float = 0.0, bar=None) -> dict:
+        """One step: ``burst`` of ``(sign, pred, tuple)``; returns its row. A tqdm ``bar``
+        shows the step's progress while it runs (:func:`ndlog.text.step_heartbeat`)."""
         t0 = time.perf_counter()
-        extra = self._apply(label, burst, advance)
+        extra = self._apply(label, burst, advance, bar)
         wall = time.perf_counter() - t0
         m = self.metrics()
         row = {"label": label, "wall_time": wall}
@@ -99,8 +103,8 @@ class MemoryRunner(Runner):
         super().__init__(program, options)
         self.net = Network(program, options=options)
 
-    def _apply(self, label, burst, advance):
-        self.net.apply(burst).run()
+    def _apply(self, label, burst, advance, bar):
+        self.net.apply(burst).run(heartbeat=step_heartbeat(bar, label))
         return {}
 
     def metrics(self) -> dict:
@@ -120,8 +124,9 @@ class SimRunner(Runner):
                               local_latency=local_latency, cost=cost or "latency")
         self.net = self.sim.net
 
-    def _apply(self, label, burst, advance):
-        result = self.sim.step(updates=burst, label=label, advance=advance)
+    def _apply(self, label, burst, advance, bar):
+        result = self.sim.step(updates=burst, label=label, advance=advance,
+                               heartbeat=step_heartbeat(bar, label, self.sim.clock))
         return {"sim_time": result.sim_time,
                 "provenance_per_tuple": result.provenance_per_tuple}
 
@@ -156,9 +161,11 @@ class RayRunner(Runner):
         self.net = RayNetwork(program, options=options, pool=self.pool,
                               placement=options.placement)
 
-    def _apply(self, label, burst, advance):
+    def _apply(self, label, burst, advance, bar):
         recoveries = self.net.recoveries
-        self.net.apply(burst).run()
+        self.net.apply(burst).run(heartbeat=step_heartbeat(
+            bar, label, what=(("batch received", "batches received"),
+                              ("batch in flight", "batches in flight"))))
         return {"recoveries": self.net.recoveries - recoveries}
 
     def metrics(self) -> dict:

@@ -318,8 +318,12 @@ class RayNetwork:
             self._needs_replay = True
         return self
 
-    def run(self) -> "RayNetwork":
+    def run(self, heartbeat=None) -> "RayNetwork":
         """Send the pending bursts and wait until the network has quiesced.
+
+        ``heartbeat``, if given, is called as ``heartbeat(received, in_flight)`` after every
+        poll of the workers: the batches they have received and those sent but not yet
+        received (the progress of a long run).
 
         Raises
         ------
@@ -328,13 +332,14 @@ class RayNetwork:
         EvaluationError
             If a worker failed with an error, or failed more than ``max_recoveries`` times.
         """
+        require_callable(heartbeat, "heartbeat", "a function (received, in_flight)")
         t0 = time.perf_counter()
         self.start()
         while True:
             try:
                 if self._needs_replay:
                     self._replay()
-                self._quiesce()
+                self._quiesce(heartbeat)
                 self._finish()
                 break
             except _WorkerLost:
@@ -403,7 +408,7 @@ class RayNetwork:
             raise _WorkerLost()
         return [r[1:] if len(r) > 2 else r[1] for r in res]
 
-    def _quiesce(self) -> None:
+    def _quiesce(self, heartbeat=None) -> None:
         """Wait for global quiescence: two equal polls with sent == received, then flush."""
         prev = None
         while True:
@@ -414,6 +419,8 @@ class RayNetwork:
                     _raise(i, err)
             sent = sum(r[0] for r in rows)
             received = sum(r[1] for r in rows)
+            if heartbeat is not None:
+                heartbeat(received, sent - received)
             now = (sent, received)
             if sent == received and now == prev:
                 flushed = self._get([a.flush.remote(self.epoch)
