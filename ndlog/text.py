@@ -2,8 +2,9 @@
 a long step's progress.
 
 Role: small helpers that make printed text read naturally (``1 tuple``, ``2 tuples``,
-``1,000 steps``, ``3.21 GiB``), shared by every package that prints (it sits in the language core, which
-every other package may import).
+``1,000 steps``, ``3.21 GiB``), and the heartbeat that shows a long step on a progress bar,
+shared by every package that prints (it sits in the language core, which every other
+package may import).
 
 Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
 :func:`ndlog.builtins.format_value`).
