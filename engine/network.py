@@ -102,10 +102,9 @@ def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
         raise InputError(f"a burst item must be (sign, predicate, tuple) or a fact string, "
                          f"got {item!r}") from None
     # 1.0 == 1 in Python: a float sign is refused rather than taken for its integer
-    sign = _SIGNS.get(sign) if isinstance(sign, (str, numbers.Integral)) else None
+    given, sign = sign, _SIGNS.get(sign) if isinstance(sign, (str, numbers.Integral)) else None
     if sign is None:
-        raise InputError(f"sign of a burst item must be '+' or '-' (1 or -1), got "
-                         f"{item[0]!r}")
+        raise InputError(f"sign of a burst item must be '+' or '-' (1 or -1), got {given!r}")
     if not isinstance(pred, str):
         raise InputError(f"predicate must be a string, got {pred!r}")
     if not isinstance(tup, (tuple, list)):

@@ -420,7 +420,7 @@ class RayNetwork:
             sent = sum(r[0] for r in rows)
             received = sum(r[1] for r in rows)
             if heartbeat is not None:
-                heartbeat(received, sent - received)
+                heartbeat(received, max(sent - received, 0))   # workers polled in turn
             now = (sent, received)
             if sent == received and now == prev:
                 flushed = self._get([a.flush.remote(self.epoch)
