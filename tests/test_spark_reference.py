@@ -108,7 +108,17 @@ def test_progress_is_called_after_every_round(spark, capsys):
     assert main(["reference", str(EXAMPLES / "reachable.ndl"), "--facts", str(facts),
                  "--progress"]) == 0
     err = capsys.readouterr().err
-    assert "Spark reference, reachable" in err and " new]" in err, err
+    assert "reference, reachable" in err and "round 1: 7 new" in err, err
+
+
+def test_the_python_reference_reports_each_new_round_once():
+    from psn.cli.reference_cmd import _with_progress
+    calls, seen = [], []
+    guard = _with_progress(lambda *call: seen.append(call), lambda *call: calls.append(call))
+    from ndlog.reference import evaluate
+    evaluate(psn.parse(REACHABLE), {"link": [(i, i + 1) for i in range(1, 5)]}, guard=guard)
+    assert calls == [("reachable", r) for r in range(1, len(calls) + 1)] and len(calls) >= 3
+    assert len(seen) > len(calls)             # the memory guard still sees every firing
 
 
 def test_a_program_without_a_finite_fixpoint_shows_its_rounds_going_on(spark):

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="turn aggregate selection off (enumerates every path)")
     add_memory_option(p, " (--engine python)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="show the rounds of --engine spark's recursive strata on stderr "
+                   help="show the semi-naive rounds of the recursive strata on stderr "
                    "(default: when stderr is a terminal)")
     p.set_defaults(func=run)
 
@@ -83,30 +83,50 @@ def run(args: argparse.Namespace) -> int:
                                     master=args.spark_master, progress=progress)
     else:
         from ndlog.reference import evaluate
-        result = evaluate(program, facts, aggsel=not args.no_aggsel, guard=guard)
+        with _round_bar(args.progress) as progress:
+            result = evaluate(program, facts, aggsel=not args.no_aggsel,
+                              guard=_with_progress(guard, progress))
     write_text(render_relations(result, fmt), args.output)
     return 0
 
 
 @contextlib.contextmanager
 def _round_bar(show: bool | None):
-    """A ``progress`` callback for :func:`psn.batch.spark.evaluate_spark` that shows the
-    rounds on a tqdm line on stderr (``show`` None: when stderr is a terminal), or None.
-    A program without a finite fixpoint shows its rounds going on until Ctrl-C."""
+    """A ``progress(predicates, round, added=None)`` callback (as
+    :func:`psn.batch.spark.evaluate_spark` calls it) that shows the semi-naive rounds on a
+    tqdm line on stderr (``show`` None: when stderr is a terminal), or None. A program
+    without a finite fixpoint shows its rounds going on (until Ctrl-C on Spark)."""
     if not (sys.stderr.isatty() if show is None else show):
         yield None
         return
     from tqdm import tqdm
-    bar = tqdm(desc="Spark reference", unit=" rounds", file=sys.stderr, leave=False)
+    bar = tqdm(desc="reference", unit=" rounds", file=sys.stderr, leave=False)
 
-    def progress(predicates: str, rounds: int, added: int) -> None:
-        bar.set_description_str(f"Spark reference, {predicates}", refresh=False)
-        bar.set_postfix_str(f"round {rounds:,}: {added:,} new", refresh=False)
+    def progress(predicates: str, rounds: int, added: int | None = None) -> None:
+        bar.set_description_str(f"reference, {predicates}", refresh=False)
+        bar.set_postfix_str(f"round {rounds:,}" + ("" if added is None else
+                                                   f": {added:,} new"), refresh=False)
         bar.update(1)
     try:
         yield progress
     finally:
         bar.close()
+
+
+def _with_progress(guard, progress):
+    """The Python reference's ``guard(round, predicates)`` (called after every rule
+    firing), which also shows each new round of a stratum on ``progress``."""
+    if progress is None:
+        return guard
+    last = [None]
+
+    def guarded(rounds: int, predicates: frozenset) -> None:
+        if guard is not None:
+            guard(rounds, predicates)
+        if rounds and (rounds, predicates) != last[0]:
+            last[0] = (rounds, predicates)
+            progress("/".join(sorted(predicates)), rounds)
+    return guarded
 
 
 def add_memory_option(p: argparse.ArgumentParser, where: str = "") -> None:
