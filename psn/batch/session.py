@@ -132,8 +132,9 @@ def _launch_jvm(settings: dict[str, str]) -> None:
         return
     conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
     gateway = launch_gateway(conf, popen_kwargs={"stderr": PIPE})
-    threading.Thread(target=_pass_on_errors, args=(gateway.proc.stderr,), daemon=True,
-                     name="psn-spark-stderr").start()
+    if gateway.proc is not None:        # None: a JVM given by PYSPARK_GATEWAY_PORT
+        threading.Thread(target=_pass_on_errors, args=(gateway.proc.stderr,), daemon=True,
+                         name="psn-spark-stderr").start()
     SparkContext._ensure_initialized(gateway=gateway)
 
 
