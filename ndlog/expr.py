@@ -45,6 +45,10 @@ def _div(a, b):
 def _mod(a, b):
     if isinstance(a, int) and isinstance(b, int):
         return a - b * _div(a, b)
+    if b == 0:
+        raise ZeroDivisionError
+    if math.isinf(a):            # IEEE's (and Spark's) remainder; math.fmod raises here
+        return math.nan
     return math.fmod(a, b)
 
 

@@ -258,3 +258,19 @@ def test_an_interrupt_during_spark_is_plain(spark):
     root = logging.getLogger()
     assert not root.filter(here) and root.filter(mine)
     assert not logging.getLogger("py4j.clientserver").isEnabledFor(logging.CRITICAL)
+
+
+# -- found by differential fuzzing of the two references (random programs and facts) ------
+def test_float_remainder_by_zero_is_an_evaluation_error_in_both(spark):
+    """``X % 0.0`` crashed the Python reference with math.fmod's ValueError (a traceback);
+    it is a division by zero, as in Spark, and ``infinity % 2.0`` is IEEE's nan."""
+    program = psn.parse("q(X, Y) :- a(X), Y := -4 % X.\n", "mod.ndl")
+    for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
+        with pytest.raises(EvaluationError, match="division by zero"):
+            run(program, {"a": [(0.0,)]})
+    program = psn.parse("q(X) :- a(X), Y := X % 2.0.\n")
+    facts = {"a": [(float("inf"),), (-7.5,)]}
+    got = evaluate_spark(program, facts, session=spark)
+    _agree(psn.evaluate(program, facts), got)
+    assert got["q"] == {(float("inf"),), (-7.5,)}
+
