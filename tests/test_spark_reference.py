@@ -274,3 +274,16 @@ def test_float_remainder_by_zero_is_an_evaluation_error_in_both(spark):
     _agree(psn.evaluate(program, facts), got)
     assert got["q"] == {(float("inf"),), (-7.5,)}
 
+
+def test_nil_beside_nested_lists_in_one_column(spark):
+    """A column holding ``nil`` and lists of lists: ``nil`` was stored as an array of
+    strings, which Spark cannot cast to an array of arrays (a raw DATATYPE_MISMATCH)."""
+    program = psn.parse("q(X) :- lst(X, [[1]]).\n"
+                        "r(X, M) :- lst(X, L), M := [L, [[2]]].\n"
+                        "s(X) :- lst(X, L), L != [[3, 4]].\n")
+    facts = {"lst": [(1, ()), (2, ((1,),)), (3, ((3, 4),))]}
+    got = evaluate_spark(program, facts, session=spark)
+    _agree(psn.evaluate(program, facts), got)
+    assert got["q"] == {(2,)} and got["s"] == {(1,), (2,)}
+    assert (1, ((), ((2,),))) in got["r"]
+

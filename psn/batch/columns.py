@@ -100,7 +100,7 @@ class _Compiler:
                               t.span)
 
     def _bad(self, message: str, span):
-        return self.errors.fail(message, span).cast("string"), K.NULL
+        return self.errors.fail(message, span), K.NULL
 
     def const(self, value, span):
         F = self.F
@@ -197,7 +197,7 @@ class _Compiler:
             return bad
         empty = self.errors.fail(f"{t.name} of an empty list", t.span)
         if K.elem(lst[1]) == K.NULL:
-            return empty.cast("string"), K.NULL
+            return empty, K.NULL
         k = K.elem(lst[1])
         value = F.when(F.size(lst[0]) == 0, cast(empty, k)).otherwise(
             F.element_at(lst[0], index))

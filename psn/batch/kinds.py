@@ -13,10 +13,12 @@ kind                NDlog values           Spark storage type
 ``"double"``        floats, ``infinity``   ``DoubleType``
 ``"string"``        strings and symbols    ``StringType``
 ``("array", k)``    lists of kind ``k``    ``ArrayType(storage(k))``
-``"null"``          no value at all        ``StringType`` (never holds a row)
+``"null"``          no value at all        ``NullType`` (never holds a row)
 ==================  =====================  ==========================================
 
-``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list.
+``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list
+(``NullType`` casts to every type, so ``nil`` in a column of lists of lists casts too; a
+``StringType`` did not cast to an array type).
 Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python). A list
 whose elements mix numbers, strings or lists of different kinds (``[1, a]``) has no kind:
 the Spark reference rejects it with :class:`~ndlog.errors.InputError` (documented limit).
@@ -121,6 +123,8 @@ def storage(k):
         return T.DoubleType()
     if is_array(k):
         return T.ArrayType(storage(elem(k)), containsNull=True)
+    if k == NULL:
+        return T.NullType()
     return T.StringType()
 
 
