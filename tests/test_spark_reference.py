@@ -287,3 +287,19 @@ def test_nil_beside_nested_lists_in_one_column(spark):
     assert got["q"] == {(2,)} and got["s"] == {(1,), (2,)}
     assert (1, ((), ((2,),))) in got["r"]
 
+
+def test_an_assignment_nothing_reads_still_raises(spark):
+    """Spark dropped the column of an assigned variable that nothing reads, and with it
+    the error of its expression: Python raises on every row, so must Spark."""
+    program = psn.parse("q(X) :- a(X), Y := X / 0.\n"
+                        "r(X) :- a(X), Y = f_first(nil).\n", "unread.ndl")
+    for facts in ({"a": [(1,)]}, {"a": [(1.5,)]}):
+        with pytest.raises(EvaluationError) as py_err:
+            psn.evaluate(program, facts)
+        with pytest.raises(EvaluationError) as spark_err:
+            evaluate_spark(program, facts, session=spark)
+        assert spark_err.value.span.filename == "unread.ndl"
+        assert spark_err.value.message.split(" in ")[0] in py_err.value.message
+    program = psn.parse("q(X) :- a(X), Y := X / 2.\n")
+    assert evaluate_spark(program, {"a": [(1,)]}, session=spark)["q"] == {(1,)}
+

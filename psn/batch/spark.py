@@ -689,7 +689,7 @@ class _Planner:
                     lit.var.span or lit.span, self.run.program.source,
                     hint=f"':=' binds a new variable; to test a value, write "
                          f"{lit.var.name} == ...")
-            return self._bind(frame, lit.var.name, lit.expr)
+            return self._bind(frame, lit.var.name, lit.expr, lit)
         if lit.op == "=":
             # X = e never binds a variable that a ':=' of the rule binds: it tests it once
             # the ':=' has run (docs/language.md, section 5)
@@ -697,7 +697,7 @@ class _Planner:
             for var, other in ((lit.left, lit.right), (lit.right, lit.left)):
                 if (isinstance(var, A.Var) and not var.anonymous and var.name not in kinds
                         and var.name not in assigned and _ready(other, kinds)):
-                    return self._bind(frame, var.name, other)
+                    return self._bind(frame, var.name, other, lit)
         if _ready(lit.left, kinds) and _ready(lit.right, kinds):
             return self._filter(frame, lit)
         return None
@@ -725,10 +725,28 @@ class _Planner:
                 df = df.join(rel, on=cond, how="left_anti")
         return _Frame(df, frame.kinds)
 
-    def _bind(self, frame: _Frame, name: str, expr: A.Term) -> _Frame:
+    def _bind(self, frame: _Frame, name: str, expr: A.Term, lit) -> _Frame:
+        """Bind ``name`` to ``expr`` (the assignment ``lit``). A variable that nothing else
+        in the rule reads is still computed on every row, as Python computes it: Spark
+        would drop the unread column, and with it an error the expression raises
+        (``Y := X / 0``). A filter that reads the column and keeps every row keeps it: it
+        is not deterministic (``rand``), so the optimizer can neither fold nor move it, and
+        it reads the value through ``to_json``, which no rule simplifies (tests such as
+        ``isnull`` over an error or a non-nullable column are folded away).
+        """
+        F = self.F
         c, k = compile_term(expr, frame.kinds, self.run.errors)
-        df = frame.df.withColumn(var_column(name), cast(c, k))
+        col = var_column(name)
+        df = frame.df.withColumn(col, cast(c, k))
+        if self._unread(name, lit):
+            seen = F.length(F.to_json(F.struct(F.col(col).alias("v"))))
+            df = df.filter(F.rand(0) < F.lit(2) + seen * 0)
         return _Frame(df, {**frame.kinds, name: k})
+
+    def _unread(self, name: str, lit) -> bool:
+        """Whether no literal of the rule but ``lit``, nor its head, has variable ``name``."""
+        others = [self.rule.head, *(o for o in self.rule.body if o is not lit)]
+        return not any(v.name == name for o in others for v in A.literal_vars(o))
 
     def _filter(self, frame: _Frame, lit: A.Compare) -> _Frame:
         test = compile_compare(lit, frame.kinds, self.run.errors)
