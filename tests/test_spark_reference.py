@@ -303,3 +303,18 @@ def test_an_assignment_nothing_reads_still_raises(spark):
     program = psn.parse("q(X) :- a(X), Y := X / 2.\n")
     assert evaluate_spark(program, {"a": [(1,)]}, session=spark)["q"] == {(1,)}
 
+
+@pytest.mark.parametrize("expr", ["(X + 4611686018427387904) * 4",
+                                  "-9223372036854775807 - X - 2",
+                                  "-(-9223372036854775807 - X - 1)",
+                                  "f_abs(-9223372036854775807 - X - 1)",
+                                  "(-9223372036854775807 - X - 1) / -1"])
+def test_an_integer_beyond_64_bits_is_refused_by_name(spark, expr):
+    """An integer result beyond 64 bits failed with Spark's raw ARITHMETIC_OVERFLOW text
+    (suggesting to turn ANSI mode off); it is the documented 64-bit refusal."""
+    program = psn.parse(f"q(X, Y) :- a(X), Y := {expr}.\n")
+    assert len(psn.evaluate(program, {"a": [(0,)]})["q"]) == 1
+    with pytest.raises(EvaluationError, match="exceeds 64 bits") as err:
+        evaluate_spark(program, {"a": [(0,)]}, session=spark)
+    assert err.value.span is not None and "use --engine python" in err.value.message
+

@@ -31,6 +31,8 @@ __all__ = ["ErrorTable", "var_column", "compile_term", "compile_compare", "cast"
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
+#: 2^63: integers of the Spark reference lie in [-2^63, 2^63)
+_LONG_LIMIT = 1 << 63
 
 
 def var_column(name: str) -> str:
@@ -91,6 +93,8 @@ class _Compiler:
             c, k = self.term(t.operand)
             if not K.is_number(k):
                 return self._bad(f"operator '-' expects numbers, got {K.describe(k)}", t.span)
+            if k == K.LONG:
+                return self._no_overflow(t, "-", self.F.try_subtract(self.F.lit(0), c)), k
             return -c, k
         if isinstance(t, A.BinOp):
             return self.binop(t)
@@ -101,6 +105,15 @@ class _Compiler:
 
     def _bad(self, message: str, span):
         return self.errors.fail(message, span), K.NULL
+
+    def _no_overflow(self, t, op: str, exact):
+        """``exact`` (an integer result that is null where it leaves 64 bits), failing where
+        it is null: Python's integers have no bound, so the result differs there; Spark's
+        own overflow error is raw Java text suggesting to turn ANSI mode off."""
+        too_large = self.errors.fail(
+            f"integer overflow in '{op}': the result exceeds 64 bits; the Spark reference "
+            "holds 64-bit integers (use --engine python)", t.span)
+        return self.F.when(exact.isNull(), too_large.cast("long")).otherwise(exact)
 
     def const(self, value, span):
         F = self.F
@@ -132,10 +145,17 @@ class _Compiler:
         k = K.unify(ka, kb)
         a, b = cast(a, k), cast(b, k)
         if t.op in ("+", "-", "*"):
+            if k == K.LONG:
+                exact = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[t.op]
+                return self._no_overflow(t, t.op, exact(a, b)), k
             return {"+": a + b, "-": a - b, "*": a * b}[t.op], k
         zero = self.errors.fail(f"division by zero in {t.op}", t.span)
         if t.op == "/":
-            q = F.call_function("div", a, b) if k == K.LONG else a / b
+            if k == K.LONG:  # the one quotient beyond 64 bits: -2^63 / -1
+                q = self._no_overflow(t, "/", F.when((a == -_LONG_LIMIT) & (b == -1), None)
+                                      .otherwise(F.call_function("div", a, b)))
+            else:
+                q = a / b
             return F.when(b == 0, zero).otherwise(q), k
         # the remainder has the dividend's sign in Spark SQL and in ndlog.expr (math.fmod)
         return F.when(b == 0, zero).otherwise(a % b), k
@@ -224,6 +244,10 @@ class _Compiler:
     def _f_abs(self, t, x):
         if not K.is_number(x[1]):
             return self._bad(f"f_abs expects a number, got {K.describe(x[1])}", t.span)
+        if x[1] == K.LONG:
+            F = self.F
+            return self._no_overflow(t, "f_abs", F.when(x[0] == -_LONG_LIMIT, None)
+                                     .otherwise(F.abs(x[0]))), x[1]
         return self.F.abs(x[0]), x[1]
 
     def _extreme(self, t, a, b, fn):
