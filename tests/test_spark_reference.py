@@ -318,3 +318,14 @@ def test_an_integer_beyond_64_bits_is_refused_by_name(spark, expr):
         evaluate_spark(program, {"a": [(0,)]}, session=spark)
     assert err.value.span is not None and "use --engine python" in err.value.message
 
+
+def test_a_count_counts_equal_assignments_of_different_kinds_once(spark):
+    """Spark counted the assignments of each combination of signatures apart: ``1`` and
+    ``1.0`` (equal in NDlog) twice, and a body without variables once per signature."""
+    program = psn.parse("q(X) :- a(X).\nq(X) :- b(X).\nc(count<X>) :- q(X).\n"
+                        "d(count<*>) :- lst(_).\n")
+    facts = {"a": [(1,)], "b": [(1.0,)], "lst": [((5,),), ((1.5, 2.0),), (("z",),)]}
+    got = evaluate_spark(program, facts, session=spark)
+    _agree(psn.evaluate(program, facts), got)
+    assert got["c"] == {(1,)} and got["d"] == {(1,)}
+

@@ -434,9 +434,8 @@ class _Run:
         F = self.F
         names = rule.body_var_names
         by_group: dict[tuple, list] = {}
-        for frame in self._frames(rule, None):
-            df = frame.df.select(*[var_column(n) for n in names]).distinct() if names \
-                else frame.df.limit(1)
+        for frame in self._assignments(rule, names):
+            df = frame.df
             keys, group_sig, aggs = [], [], []
             for i, t in enumerate(rule.head.args):
                 if isinstance(t, A.Aggregate):
@@ -454,6 +453,40 @@ class _Run:
         for group_sig, parts in by_group.items():
             sig, df = self._group(rule, group_sig, parts)
             out.setdefault(sig, []).append(df)
+        return out
+
+    def _assignments(self, rule: A.Rule, names: tuple[str, ...]) -> list["_Frame"]:
+        """The distinct satisfying assignments of the body's variables ``names``, as
+        frames of one column per variable.
+
+        The body's frames (one per combination of its atoms' signatures) can hold equal
+        assignments: ``1`` in one and ``1.0`` in another, and without variables, the one
+        empty assignment in each. Python counts them once, so the frames whose variables'
+        kinds unify are cast to the unified kinds and made distinct together (frames
+        whose kinds do not unify hold no equal assignment); a body without variables has
+        one assignment however many frames match."""
+        F = self.F
+        clusters: list[tuple[dict, list]] = []
+        for frame in self._frames(rule, None):
+            for kinds, members in clusters:
+                merged = {n: K.unify(kinds[n], frame.kinds[n]) for n in names}
+                if None not in merged.values():
+                    kinds.update(merged)
+                    members.append(frame)
+                    break
+            else:
+                clusters.append(({n: frame.kinds[n] for n in names}, [frame]))
+        if not names:
+            if not clusters:
+                return []
+            unit = [f.df.select(F.lit(0).alias("_unit")) for f in clusters[0][1]]
+            return [_Frame(_union(unit).limit(1), {})]
+        out = []
+        for kinds, members in clusters:
+            cols = [var_column(n) for n in names]
+            dfs = [f.df.select(*[cast(F.col(c), kinds[n]).alias(c)
+                                 for n, c in zip(names, cols)]) for f in members]
+            out.append(_Frame(_union(dfs).distinct(), kinds))
         return out
 
     def _sum_or_avg(self, rule: A.Rule, agg: A.Aggregate, c, k):
