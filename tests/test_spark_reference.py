@@ -291,9 +291,10 @@ def test_nil_beside_nested_lists_in_one_column(spark):
 def test_an_assignment_nothing_reads_still_raises(spark):
     """Spark dropped the column of an assigned variable that nothing reads, and with it
     the error of its expression: Python raises on every row, so must Spark."""
-    program = psn.parse("q(X) :- a(X), Y := X / 0.\n"
-                        "r(X) :- a(X), Y = f_first(nil).\n", "unread.ndl")
-    for facts in ({"a": [(1,)]}, {"a": [(1.5,)]}):
+    for text, facts in [("q(X) :- a(X), Y := X / 0.\n", {"a": [(1,)]}),
+                        ("q(X) :- a(X), Y := X / 0.\n", {"a": [(1.5,)]}),
+                        ("r(X) :- a(X), Y = f_first(nil).\n", {"a": [(1,)]})]:
+        program = psn.parse(text, "unread.ndl")
         with pytest.raises(EvaluationError) as py_err:
             psn.evaluate(program, facts)
         with pytest.raises(EvaluationError) as spark_err:
@@ -328,4 +329,3 @@ def test_a_count_counts_equal_assignments_of_different_kinds_once(spark):
     got = evaluate_spark(program, facts, session=spark)
     _agree(psn.evaluate(program, facts), got)
     assert got["c"] == {(1,)} and got["d"] == {(1,)}
-
