@@ -363,6 +363,12 @@ def _selection_use(rule: A.Rule, pred: str, agg_rels: dict[str, tuple]):
 
 
 def _monotone_checks(rules: list[A.Rule], pred: str, aggs) -> tuple | None:
+    """The run-time checks of :attr:`AggSelSpec.monotone` for the recursive rules of
+    ``pred``, or ``None`` when aggregate selection cannot apply: a rule is nonlinear, has
+    no variable at an aggregated position, or passes the aggregated value on unchanged
+    (the same variable in the head and in the recursive atom, as in
+    ``p(@S, D) :- p(@S, D), q(@D)``), which never strictly worsens it, so the check would
+    stop every evaluation in which the rule fires."""
     checks = []
     for r in rules:
         rec = [a for a in r.body_atoms if a.pred == pred]
@@ -374,6 +380,8 @@ def _monotone_checks(rules: list[A.Rule], pred: str, aggs) -> tuple | None:
             head_t, body_t = r.head.args[position], rec[0].args[position]
             if not (isinstance(head_t, A.Var) and isinstance(body_t, A.Var)):
                 return None
+            if head_t.name == body_t.name:
+                return None
             checks.append((r.name, head_t.name, body_t.name, func))
     return tuple(checks)
 
@@ -384,7 +392,9 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     A predicate ``p`` qualifies when it is directly recursive on its own (its strongly
     connected component is ``{p}``), no rule reads it under ``not`` (pruning a tuple would
     make its absence true), every recursive rule of ``p`` is linear with variables at
-    the aggregated positions, and every rule outside the component that reads ``p`` is either
+    the aggregated positions (in the head other ones than in the recursive atom: a value
+    passed on unchanged never strictly worsens), and every rule outside the component that
+    reads ``p`` is either
     an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
     group key and the aggregated value. All uses must share one group key.
 

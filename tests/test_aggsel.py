@@ -259,6 +259,31 @@ b1 best(@S, D, min<C>, min<L>) :- path(@S, D, P, C, L).
 
 # -- detection, selectors ------------------------------------------------------------------
 
+def test_a_rule_passing_the_aggregated_value_on_unchanged_is_no_candidate():
+    """``r1`` derives ``p(@S, D)`` from ``p(@S, D)`` itself: the minimized ``D`` never
+    strictly increases along it, so aggregate selection cannot apply. It was detected, and
+    the run-time check then stopped every evaluator, with default settings, as soon as
+    ``r1`` fired (found by a fuzz campaign of generated programs)."""
+    from ndlog.analysis import aggsel_candidates
+    program = psn.parse("""
+r0 p(@S, D) :- link(@S, D).
+r1 p(@S, D) :- p(@S, D), tag(@D, b).
+r2 m(@S, min<D>) :- p(@S, D).
+""")
+    facts = {"link": [(1, 0), (1, 2), (2, 1)], "tag": [(0, "b"), (1, "b")]}
+    assert "p" not in aggsel_candidates(program)
+    want = psn.evaluate(program, facts, aggsel=False)
+    assert psn.evaluate(program, facts) == want
+    assert want["m"] == {(1, 0), (2, 1)}
+    for delivery in ("random", "adversarial", "fifo"):
+        net = Network(program, facts, delivery=delivery, seed=3).run()
+        assert not net.resolved.prunes
+        assert net.relations() == {k: v for k, v in want.items()}
+        net.apply([(-1, "link", (1, 0)), (1, "link", (2, 0))]).run()
+        after = psn.evaluate(program, {"link": [(1, 2), (2, 1), (2, 0)], "tag": facts["tag"]})
+        assert net.relations() == after
+
+
 def test_detection_maps_path_and_its_localized_auxiliary():
     receive, send = selectors(prepare(SP), "multi")
     assert set(receive) == {"path"}
