@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from ndlog import ast as A
 from ndlog.errors import InputError
 
-from .analysis import plan_rule, show_location
+from ndlog.rewrite import lift_atom_expressions
+
+from .analysis import body_locations, plan_rule, show_location
 from .negation import hide_negations, restore_negations
 from .passes import PASSES, Event, unfold_hidden
 
@@ -36,10 +38,24 @@ def _run(program: A.Program, log: list | None) -> A.Program:
         return program
     for rule in program.rules:  # reject before rewriting anything
         plan_rule(rule, program.source)
-    out = hide_negations(program)  # negated atoms travel as placeholders (localize.negation)
+    out = hide_negations(_lift_remote(program))  # negated atoms travel as placeholders
     for p in PASSES:
         out = p(out, log=log)
     return restore_negations(out, program, log=log)
+
+
+def _lift_remote(program: A.Program) -> A.Program:
+    """Lift the expression arguments of body atoms (``q(@Z, X + 1)``) into a fresh variable
+    and a test (:func:`ndlog.rewrite.lift_atom_expressions`) in the rules whose body spans
+    several locations: an atom binds only its plain arguments, and the test then runs where
+    its variables are known, which need not be the atom's location. Local rules are kept
+    as written."""
+    remote = tuple(r for r in program.rules if len(body_locations(r)) > 1)
+    lifted = lift_atom_expressions(program.with_(rules=remote)).rules
+    if lifted == remote:
+        return program
+    made = dict(zip((r.name for r in remote), lifted))
+    return program.with_(rules=tuple(made.get(r.name, r) for r in program.rules))
 
 
 def localize(program: A.Program, **options) -> A.Program:

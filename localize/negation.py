@@ -151,9 +151,9 @@ def restore_negations(program: A.Program, original: A.Program | None = None, *,
     rules = []
     for r in program.rules:
         body = tuple(_restore(lit) for lit in r.body)
-        r = A.Rule(r.name, r.head, body, r.named, r.span)
-        _check_bound(r, original or program)
-        rules.append(r)
+        rules.append(A.Rule(r.name, r.head, body, r.named, r.span))
+    for r in rules:
+        _check_bound(r, original or program, rules)
     if log is not None:
         for i, e in enumerate(log):
             made = e.rule
@@ -163,7 +163,7 @@ def restore_negations(program: A.Program, original: A.Program | None = None, *,
     return program.with_(rules=tuple(rules))
 
 
-def _check_bound(rule: A.Rule, original: A.Program) -> None:
+def _check_bound(rule: A.Rule, original: A.Program, rules) -> None:
     if not rule.negations:
         return
     bound = bound_in_body(rule)
@@ -174,6 +174,7 @@ def _check_bound(rule: A.Rule, original: A.Program) -> None:
             written = next((r for r in original.rules if r.span is not None
                             and r.span == rule.span), None)
             name = written.name if written is not None else rule.name
+            v = _unknown_var(v, rule, rules)
             raise LocalizationError(
                 f"rule '{name}' cannot be localized: its negated atom '{neg.pred}' is "
                 f"evaluated at {show_location(neg.atom.loc_term)}, which does not know "
@@ -181,3 +182,21 @@ def _check_bound(rule: A.Rule, original: A.Program) -> None:
                 v.span or neg.span or rule.span, original.source,
                 hint=f"bind {v.name} with an atom at {show_location(neg.atom.loc_term)}, or "
                      "move the negation to the location that binds it")
+
+
+def _unknown_var(v: A.Var, rule: A.Rule, rules) -> A.Var:
+    """The variable a message names for ``v``, unknown where ``rule`` evaluates a negation:
+    ``v`` itself, or, for a variable assigned elsewhere (``Y := X * 2``, and the fresh
+    variable of a lifted argument expression: ``not q(@Z, X * 2)`` is evaluated as
+    ``_E1 := X * 2, not q(@Z, _E1)``, :func:`ndlog.rewrite.lift_atom_expressions`), the
+    first variable of the expression that ``rule`` does not bind: the one a user can move.
+    ``rules`` are the localized rules, among them those made from the same written rule
+    (the same span), one of which holds the assignment."""
+    bound = bound_in_body(rule)
+    for r in rules:
+        if r.span != rule.span:
+            continue
+        for lit in r.body:
+            if isinstance(lit, A.Assign) and lit.var.name == v.name:
+                return next((w for w in A.term_vars(lit.expr) if w.name not in bound), v)
+    return v

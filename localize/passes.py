@@ -268,9 +268,9 @@ def _ship_step(cur: A.Rule, step: Step, aux_pred: str, aux_name: str, mirrors: d
              if isinstance(lit, A.Atom) and same_location(lit.loc_term, step.child)]
     sub_atoms = [body[i] for i in moved]
     mirror = _mirror_atom(step, mirrors) if step.mirrored else None
-    bound = set()
+    bound = set()  # only plain arguments bind: not an expression, nor a negation placeholder
     for lit in sub_atoms + ([mirror] if mirror else []):
-        bound.update(_lit_var_names(lit))
+        bound.update(a.name for a in lit.args if isinstance(a, A.Var) and not a.anonymous)
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, A.Atom)]
     pushed = _push_down(others, bound)
     pushed_lits = [body[i] for i in pushed]

@@ -472,3 +472,56 @@ def test_comparisons_and_assignments_go_where_their_variables_are_bound():
     ]
     same_results(program, {"link": [(1, 2), (2, 2), (2, 3), (3, 1)],
                            "w": [(1, 2), (2, 2), (3, 1)]})
+
+
+# -- found by a fuzz campaign of generated distributed programs ------------------------------
+
+def _net_agrees(program: A.Program, facts: dict) -> None:
+    from engine import Network
+    want = psn.evaluate(program, facts)
+    for delivery in ("random", "adversarial", "fifo"):
+        got = Network(program, facts, delivery=delivery, seed=5).run().relations()
+        assert got == {p: want[p] for p in got}
+
+
+def test_a_negation_reads_what_an_assignment_at_its_location_binds():
+    """``X := D`` binds ``X`` at ``@S``, where ``link(@S, D)`` binds ``D``, so
+    ``not blocked(@S, X)`` can be evaluated there. The localizer rejected the rule ("does not
+    know X"): it took the variables of the negation's placeholder for bound at ``@S`` and
+    left the assignment in the residual rule."""
+    program = psn.parse("r0 p(@D, S) :- link(@S, D), val(@D, V), X := D, "
+                        "not blocked(@S, X).\n")
+    out = localize.localize(program)
+    assert [format_rule(r) for r in out.rules] == [
+        "r0a r0_aux(@D, S) :- link(@S, D), not blocked(@S, X), X := D.",
+        "r0b p(@D, S) :- r0_aux(@D, S), val(@D, V).",
+    ]
+    facts = {"link": [(1, 2), (2, 3), (3, 1)], "val": [(2, 0), (3, 4), (1, 1)],
+             "blocked": [(2, 3)]}
+    same_results(program, facts)
+    _net_agrees(program, facts)
+
+
+def test_an_argument_expression_is_tested_where_its_variables_are_known():
+    """An argument expression binds nothing: ``q(@Z, X + 1)`` with ``X`` bound at ``@S``
+    was shipped from ``@Z`` with ``X`` unbound there, so :func:`psn.localize` returned a
+    program that fails the safety check (the engine lifts such arguments before localizing
+    and was right). Lifted in the rules it rewrites, the test runs where ``X`` is known;
+    a negation that needs ``X`` at ``@Z`` is rejected naming ``X``, not the lifted
+    variable."""
+    program = psn.parse(
+        "h1 h(@S, D) :- link(@S, Z), p(@Z, D), q(@Z, X + 1), val(@S, X).\n"
+        "h2 k(@S, D) :- link(@S, Z), p(@Z, D), not q(@Z, D * 2).\n"
+        "h3 m(@S, D) :- p(@S, D), q(@S, D + 1).\n")
+    out = localize.localize(program)
+    assert psn.parse(format_program(out)) == out          # checked again: every rule safe
+    assert out.rules[-1] == program.rules[-1]             # a local rule is kept as written
+    facts = {"link": [(1, 2), (2, 3), (3, 1), (2, 1)], "val": [(1, 3), (2, 0), (3, 7)],
+             "p": [(2, 5), (3, 0), (1, 1), (1, 6)], "q": [(2, 4), (2, 10), (3, 1), (1, 7)]}
+    same_results(program, facts)
+    _net_agrees(program, facts)
+    bad = psn.parse("m(@S, D) :- link(@S, Z), p(@Z, D), not q(@Z, X * 2), val(@S, X).\n")
+    for run in (lambda: localize.localize(bad), lambda: psn.Network(bad, {})):
+        with pytest.raises(LocalizationError, match="which does not know X ") as info:
+            run()
+        assert info.value.span.column == 46 and "bind X with an atom at @Z" in info.value.hint
