@@ -41,6 +41,7 @@ from ndlog.text import format_bytes
 
 __all__ = [
     "set_deletion_problem", "check_set_deletions", "implicit_deletions",
+    "aggregate_reader_problem",
     "soft_state_deletions",
     "UnsafeAnnotationError", "AnnotationBudgetError", "budget_error",
     "MemoryGuard", "MemoryLimitError", "default_memory_limit", "physical_memory",
@@ -175,10 +176,11 @@ def implicit_deletions(program: A.Program) -> str | None:
     return None
 
 
-def _set_finding(program: A.Program) -> tuple[str, Span | None] | None:
-    """(reason, where) of the first condition of :func:`set_deletion_problem` that fails,
-    on the program as written, then on the program the engine runs (localized)."""
-    found = _first_finding(program)
+def _set_finding(program: A.Program, checks=None) -> tuple[str, Span | None] | None:
+    """(reason, where) of the first condition of :func:`set_deletion_problem` (or of
+    ``checks``) that fails, on the program as written, then on the program the engine runs
+    (localized)."""
+    found = _first_finding(program, checks=checks)
     if found is not None:
         return found[:2]
     if not program.distributed:
@@ -186,7 +188,7 @@ def _set_finding(program: A.Program) -> tuple[str, Span | None] | None:
     from localize import explain
     localized = explain(program)
     origin = {e.rule.name: e.origin for e in localized.events}
-    found = _first_finding(localized.program, origin)
+    found = _first_finding(localized.program, origin, checks)
     if found is None:
         return None
     reason, rule_name = found[0], found[2]
@@ -195,11 +197,70 @@ def _set_finding(program: A.Program) -> tuple[str, Span | None] | None:
     return reason, source_rule.span if source_rule is not None else None
 
 
-def _first_finding(program: A.Program, origin: dict | None = None):
+def aggregate_reader_problem(program: A.Program) -> tuple[str, A.Rule, Span | None] | None:
+    """Why set semantics is not exact on what reads an aggregate of ``program``, even
+    when nothing else deletes a fact: ``(reason, aggregate rule, where)``, or None.
+
+    An aggregate replaces its result by deleting the old one (in order on FIFO channels),
+    and set semantics then deletes what was derived from the old result, although another
+    derivation may still hold it: ``q(@S, 1) :- link(@S, D).`` beside
+    ``q(@S, V) :- cnt(@S, V).`` loses ``q(@S, 1)`` once ``cnt(@S, 1)`` becomes
+    ``cnt(@S, 2)``. So the rules of every predicate that depends on an aggregate must meet
+    the conditions 2-4 of :func:`set_deletion_problem` (no recursion, one rule, the head
+    determines the body), as written and localized, with three readings that make them
+    hold more often than for base-fact deletions: only the atoms whose facts can be
+    deleted (aggregate results and what depends on them) need be determined by the head,
+    since nothing else deletes a fact; an aggregate rule keeps every body variable (it
+    ranges over the distinct body assignments); and the result columns of an aggregate
+    atom follow from its group columns (a group holds one result at a time). So
+    ``sp5 cheapestPath(@S, D, P, C) :- path(@S, D, P, C, L), minCost(@S, D, C).`` of
+    shortest path and ``largestRegions(@K, R) :- regionSize(@R, N), sink(@R, K),
+    largestRegion(@K, N).`` of Liu's region query pass.
+    """
+    results = {r.head.pred: r for r in program.rules if r.is_aggregate}
+    if not results:
+        return None
+    keys = {p: [i for i, a in enumerate(r.head.args) if not isinstance(a, A.Aggregate)]
+            for p, r in results.items()}
+    downstream = _downstream(program, set(results))
+    rules = tuple(r for r in program.rules if r.head.pred in downstream)
+    if not rules:
+        return None
+    found = _set_finding(program.with_(rules=rules), _reader_checks(keys))
+    if found is None:
+        return None
+    return found[0], next(iter(results.values())), found[1]
+
+
+def _downstream(program: A.Program, sources: set[str]) -> set[str]:
+    """The predicates of ``program`` that depend on one of ``sources``, directly or
+    through other rules (``sources`` themselves only where they do)."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in program.rules:
+            reads = {a.pred for a in r.body_atoms} | {a.pred for a in r.negated_atoms}
+            if r.head.pred not in out and reads & (sources | out):
+                out.add(r.head.pred)
+                changed = True
+    return out
+
+
+def _reader_checks(keys: dict[str, list[int]]):
+    """The conditions :func:`aggregate_reader_problem` checks; ``keys``: the group columns
+    of each aggregate predicate."""
+    def projection(program: A.Program, origin):
+        return _projection_finding(program, origin, keys)
+    return (_recursion_finding, _definition_finding, projection)
+
+
+def _first_finding(program: A.Program, origin: dict | None = None, checks=None):
     """``(reason, span, rule name)`` of the first failing condition, or None. ``origin``
-    maps the rules of a localized program to the rules they were made from."""
-    for check in (_aggregate_finding, _recursion_finding, _definition_finding,
-                  _projection_finding):
+    maps the rules of a localized program to the rules they were made from; ``checks``
+    are the conditions (default: those of :func:`set_deletion_problem`)."""
+    for check in checks or (_aggregate_finding, _recursion_finding, _definition_finding,
+                            _projection_finding):
         found = check(program, origin)
         if found is not None:
             return found
@@ -244,9 +305,15 @@ def _definition_finding(program: A.Program, origin):
     return None
 
 
-def _projection_finding(program: A.Program, origin):
+def _projection_finding(program: A.Program, origin, keys: dict | None = None):
+    """A rule whose head leaves out a body variable. With ``keys`` (aggregate predicate ->
+    its group columns) an aggregate rule leaves out nothing, and the result columns of an
+    aggregate atom follow from its group columns (:func:`aggregate_reader_problem`)."""
+    deletable = None if keys is None else set(keys) | _downstream(program, set(keys))
     for r in program.rules:
-        found = _undetermined(r)
+        if keys is not None and r.is_aggregate:
+            continue
+        found = _undetermined(r, keys or {}, deletable)
         if found is None:
             continue
         atom, var = found
@@ -262,8 +329,11 @@ def _projection_finding(program: A.Program, origin):
     return None
 
 
-def _undetermined(rule: A.Rule) -> tuple[A.Atom, A.Var] | None:
-    """A body atom of ``rule`` and a variable of it that the head does not determine."""
+def _undetermined(rule: A.Rule, keys: dict | None = None,
+                  deletable: set[str] | None = None) -> tuple[A.Atom, A.Var] | None:
+    """A body atom of ``rule`` and a variable of it that the head does not determine.
+    ``keys``: aggregate predicate -> group columns, whose other columns follow from them;
+    ``deletable``: the predicates whose atoms are checked (default: every one)."""
     known = {v.name for arg in rule.head.args for v in _injective_vars(arg)}
     equations = []
     for lit in rule.body:
@@ -271,9 +341,16 @@ def _undetermined(rule: A.Rule) -> tuple[A.Atom, A.Var] | None:
             equations.append((lit.var, lit.expr))
         elif isinstance(lit, A.Compare) and lit.op in ("=", "=="):
             equations.append((lit.left, lit.right))
+    groups = [(atom, keys[atom.pred]) for atom in rule.body_atoms if atom.pred in (keys or {})]
     changed = True
     while changed:
         changed = False
+        for atom, cols in groups:
+            if all(v.name in known for i in cols for v in A.term_vars(atom.args[i])):
+                for v in (v for arg in atom.args for v in _injective_vars(arg)):
+                    if v.name not in known:
+                        known.add(v.name)
+                        changed = True
         for left, right in equations:
             for target, expr in ((left, right), (right, left)):
                 if isinstance(target, A.Var) and not target.anonymous \
@@ -282,6 +359,8 @@ def _undetermined(rule: A.Rule) -> tuple[A.Atom, A.Var] | None:
                     known.add(target.name)
                     changed = True
     for atom in rule.body_atoms:
+        if deletable is not None and atom.pred not in deletable:
+            continue
         for arg in atom.args:
             for v in (t for t in A.subterms(arg) if isinstance(t, A.Var)):
                 if v.anonymous or v.name not in known:

@@ -205,6 +205,7 @@ class RunOptions:
             from .guards import set_deletion_problem
             problem = set_deletion_problem(program.source)
             _refuse_reordered_aggregates(scheme, program, self.delivery, fixed_order)
+            _refuse_aggregate_readers(scheme, program)
         aggsel = _aggsel(self.aggsel, scheme, program)
         ship = _ship(self.ship, scheme)
         from .minship import supports
@@ -399,6 +400,25 @@ def _refuse_reordered_aggregates(scheme, program, delivery: str, fixed_order: bo
         rule.span, program.source.source,
         hint=f"use --annotation absorption, {'' if fixed_order else '--delivery fifo, '}or "
              f"--unsafe to run it unchecked")
+
+
+def _refuse_aggregate_readers(scheme, program) -> None:
+    """An aggregate's replaced result is a deletion even on FIFO channels: a scheme that
+    does not track derivations deletes what was derived from it, wrongly where another
+    derivation holds (:func:`engine.guards.aggregate_reader_problem`)."""
+    if not program.aggregates:
+        return
+    from .guards import UnsafeAnnotationError, aggregate_reader_problem
+    found = aggregate_reader_problem(program.source)
+    if found is None:
+        return
+    reason, rule, span = found
+    raise UnsafeAnnotationError(
+        f"annotation '{scheme.name}' keeps no derivations, so when the aggregate of rule "
+        f"{rule.name} replaces a result by deleting the old one, it deletes what was derived "
+        f"from it although another derivation may hold it: {reason}",
+        span, program.source.source,
+        hint="use --annotation absorption, or --unsafe to run it unchecked")
 
 
 def _refuse_unsafe_scheme(scheme, unsafe: bool) -> None:

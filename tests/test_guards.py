@@ -183,6 +183,52 @@ def test_implicit_deletions_of_soft_state_and_keyed_tables():
     assert implicit_deletions(whole) is None
 
 
+READERS = {
+    # q(@S, 1) has two rules; cnt(@S, 1) becomes cnt(@S, 2) and its deletion takes q(@S, 1)
+    "two_rules": ("r1 cnt(@S, count<*>) :- link(@S, D).\n"
+                  "r2 q(@S, 1) :- link(@S, D).\n"
+                  "r3 q(@S, V) :- cnt(@S, V).\n", "q has two rules deriving it (r2, r3)"),
+    # q(@1) holds through D = 2 while cnt(@3, 1) becomes cnt(@3, 2)
+    "projection": ("r1 cnt(@S, count<*>) :- link(@S, D).\n"
+                   "r3 q(@S) :- link(@S, D), cnt(@D, V), V < 2.\n",
+                   "rule r3 leaves variable D of its body out of its head"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_set_semantics_is_refused_where_a_replaced_aggregate_deletes_a_derived_fact(name):
+    """An aggregate's new result deletes the old one even on FIFO channels, and set
+    semantics then deletes what was derived from the old result although another
+    derivation holds it. Set with FIFO delivery was accepted on such programs without
+    ``--unsafe`` and lost facts in an insertion-only run (found by a fuzz campaign of
+    generated distributed programs)."""
+    text, reason = READERS[name]
+    program = psn.parse(text)
+    facts = {"link": [(1, 2), (1, 3), (2, 6), (3, 4), (3, 5)]}
+    want = psn.evaluate(program, facts)["q"]
+    assert want == ({(1, 1), (2, 1), (3, 1), (1, 2), (3, 2)} if name == "two_rules"
+                    else {(1,)})
+    wrong = [s for s in range(6) if Network(program, facts, annotation="set",
+                                            delivery="fifo", seed=s,
+                                            unsafe=True).run().relations()["q"] != want]
+    assert wrong                      # the refusal is needed
+    with pytest.raises(UnsafeAnnotationError) as info:
+        Network(program, facts, annotation="set", delivery="fifo")
+    assert reason in str(info.value) and "rule r1 replaces a result" in str(info.value)
+    assert "--annotation absorption" in info.value.hint
+
+
+def test_set_semantics_still_runs_aggregates_whose_readers_are_exact():
+    """Shortest path (``sp5`` leaves out ``L``, but every derivation of a cheapestPath fact
+    reads the same minCost fact) and aggregates over aggregates with a join on the result
+    (``largestRegions`` of Liu's region query) stay accepted with FIFO delivery."""
+    from engine.guards import aggregate_reader_problem
+    root = Path(__file__).resolve().parent
+    for name in ("shortest_path", "region"):
+        program = psn.load(root / "programs" / name / "program.ndl")
+        assert aggregate_reader_problem(program) is None, name
+
+
 # -- derivation-set budget ---------------------------------------------------------------
 
 def _grid(rows: int, cols: int) -> list[tuple[int, int]]:
