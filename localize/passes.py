@@ -188,14 +188,18 @@ def _lit_var_names(lit: A.Literal) -> list[str]:
     return [v.name for v in A.literal_vars(lit)]
 
 
-def _push_down(others: list[tuple[int, A.Literal]], bound: set[str]) -> list[int]:
+def _push_down(others: list[tuple[int, A.Literal]], bound: set[str],
+               held: set[str] = frozenset()) -> list[int]:
     """Indices of the non-atom literals that can be evaluated where ``bound`` is known:
     comparisons whose variables are all bound, and assignments whose right-hand side is
     (their variable then becomes bound too), to a fixpoint.
 
     ``X = e`` with ``X`` unbound here binds ``X`` (shipped, then joined with the rest of the
     rule, which is the equality test it may have been there), unless a ``X := e2`` of the
-    rule binds ``X``: the residual rule would then bind ``X`` twice."""
+    rule binds ``X``: the residual rule would then bind ``X`` twice. An assignment to a
+    variable of ``held`` stays: an atom at another location reads it inside an argument (a
+    negation's placeholder, :mod:`localize.negation`), and must find the assignment in the
+    rule when its own location is shipped or joined."""
     assigned = {lit.var.name for _, lit in others if isinstance(lit, A.Assign)}
     pushed: list[int] = []
     changed = True
@@ -216,7 +220,8 @@ def _push_down(others: list[tuple[int, A.Literal]], bound: set[str]) -> list[int
                     pushed.append(i)
                     changed = True
                 continue
-            if target not in bound and set(_plain_var_names(expr)) <= bound:
+            if target not in bound and target not in held \
+                    and set(_plain_var_names(expr)) <= bound:
                 bound.add(target)
                 pushed.append(i)
                 changed = True
@@ -272,7 +277,9 @@ def _ship_step(cur: A.Rule, step: Step, aux_pred: str, aux_name: str, mirrors: d
     for lit in sub_atoms + ([mirror] if mirror else []):
         bound.update(a.name for a in lit.args if isinstance(a, A.Var) and not a.anonymous)
     others = [(i, lit) for i, lit in enumerate(body) if not isinstance(lit, A.Atom)]
-    pushed = _push_down(others, bound)
+    held = {v.name for i, lit in enumerate(body) if isinstance(lit, A.Atom) and i not in moved
+            for arg in lit.args if not isinstance(arg, A.Var) for v in A.term_vars(arg)}
+    pushed = _push_down(others, bound, held)
     pushed_lits = [body[i] for i in pushed]
     gone = set(moved) | set(pushed)
     rest = [lit for i, lit in enumerate(body) if i not in gone]

@@ -525,3 +525,25 @@ def test_an_argument_expression_is_tested_where_its_variables_are_known():
         with pytest.raises(LocalizationError, match="which does not know X ") as info:
             run()
         assert info.value.span.column == 46 and "bind X with an atom at @Z" in info.value.hint
+
+
+def test_an_assignment_a_negation_reads_stays_for_the_negations_location():
+    """``V1`` is known at ``@N1`` (``link(@N1, N2, V1)``) and at ``@N3`` (the mirror of
+    ``link(@N2, N3, V1)``). The assignment to ``X`` was pushed into the first location
+    shipped, ``@N1``, so the negation at ``@N3`` no longer found it and the rule was
+    rejected; so was ``not val(@N3, V1 + 1)`` on every engine, which lift the argument
+    into such an assignment."""
+    program = psn.parse(
+        "r6 q(@N2, N3) :- link(@N1, N2, V1), link(@N2, N3, V1), p0(@N3, N3), X := V1 + 1, "
+        "not val(@N3, X).\n"
+        "r7 w(@N2, N3) :- link(@N1, N2, V1), link(@N2, N3, V1), p0(@N3, N3), "
+        "not val(@N3, V1 + 1).\n")
+    out = localize.localize(program)
+    ship = next(r for r in out.rules if r.name == "r6c")
+    assert format_rule(ship) == ("r6c r6_aux2(@N2, N3, V1) :- p0(@N3, N3), not val(@N3, X), "
+                                 "link_rev(@N3, N2, V1), X := V1 + 1.")
+    facts = {"link": [(1, 2, 1), (2, 3, 1), (4, 2, 2), (2, 5, 2), (5, 2, 1), (2, 1, 1)],
+             "p0": [(3, 3), (5, 5), (1, 1)], "val": [(3, 2), (1, 3)]}
+    same_results(program, facts)
+    assert psn.evaluate(program, facts)["q"] == {(2, 1), (2, 5)}   # not (2, 3): val(@3, 2)
+    _net_agrees(program, facts)
