@@ -368,7 +368,9 @@ def _monotone_checks(rules: list[A.Rule], pred: str, aggs) -> tuple | None:
     no variable at an aggregated position, or passes the aggregated value on unchanged
     (the same variable in the head and in the recursive atom, as in
     ``p(@S, D) :- p(@S, D), q(@D)``), which never strictly worsens it, so the check would
-    stop every evaluation in which the rule fires."""
+    stop every evaluation in which the rule fires, or gives the head a value that is not
+    computed from the recursive atom's (``p(@Z, N) :- link(@N, Z), p(@Z, Z)``: a node
+    name, not a cost), so that no step is known to worsen it."""
     checks = []
     for r in rules:
         rec = [a for a in r.body_atoms if a.pred == pred]
@@ -380,10 +382,31 @@ def _monotone_checks(rules: list[A.Rule], pred: str, aggs) -> tuple | None:
             head_t, body_t = r.head.args[position], rec[0].args[position]
             if not (isinstance(head_t, A.Var) and isinstance(body_t, A.Var)):
                 return None
-            if head_t.name == body_t.name:
+            if head_t.name == body_t.name or body_t.name not in _computed_from(r, head_t):
                 return None
             checks.append((r.name, head_t.name, body_t.name, func))
     return tuple(checks)
+
+
+def _computed_from(rule: A.Rule, var: A.Var) -> set[str]:
+    """The variables ``var`` is computed from in ``rule``'s body, through assignments
+    (``:=``, and ``=`` on a variable no body atom binds), transitively."""
+    in_atoms = {a.name for atom in rule.body_atoms for a in atom.args if isinstance(a, A.Var)}
+    defs: dict[str, list[str]] = {}
+    for lit in rule.body:
+        if isinstance(lit, A.Assign):
+            defs.setdefault(lit.var.name, []).extend(v.name for v in A.term_vars(lit.expr))
+        elif isinstance(lit, A.Compare) and lit.op == "=" and isinstance(lit.left, A.Var) \
+                and lit.left.name not in in_atoms:
+            defs.setdefault(lit.left.name, []).extend(v.name for v in A.term_vars(lit.right))
+    out: set[str] = set()
+    todo = list(defs.get(var.name, ()))
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo.extend(defs.get(name, ()))
+    return out
 
 
 def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
@@ -392,10 +415,10 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     A predicate ``p`` qualifies when it is directly recursive on its own (its strongly
     connected component is ``{p}``), no rule reads it under ``not`` (pruning a tuple would
     make its absence true), every recursive rule of ``p`` is linear with variables at
-    the aggregated positions (in the head other ones than in the recursive atom: a value
-    passed on unchanged never strictly worsens), and every rule outside the component that
-    reads ``p`` is either
-    an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
+    the aggregated positions (in the head, one computed from the recursive atom's by
+    assignments, as ``C := C1 + C2``: a value passed on unchanged never strictly worsens,
+    and one not computed from it is not known to), and every rule outside the component
+    that reads ``p`` is either an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
     group key and the aggregated value. All uses must share one group key.
 
     Returns

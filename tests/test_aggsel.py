@@ -257,6 +257,27 @@ b1 best(@S, D, min<C>, min<L>) :- path(@S, D, P, C, L).
     assert result.ok and result.complete
 
 
+def test_a_rule_whose_aggregated_value_is_not_computed_from_the_recursive_one_is_no_candidate():
+    """In ``r1`` the head's ``S`` is a node name bound by ``link``, not a value computed
+    from the recursive atom's ``D``: no step is known to worsen it, and the run-time check
+    stopped every evaluator with default settings on a three-node cycle (found by a fuzz
+    campaign of generated distributed programs). Shortest path's ``C := C1 + C2`` and
+    ``L := L2 + 1`` stay candidates."""
+    from ndlog.analysis import aggsel_candidates
+    program = psn.parse("""
+r0 p(@S, D) :- link(@S, D).
+r1 p(@Z, S) :- link(@S, Z), p(@Z, D).
+r2 m(@S, max<D>) :- p(@S, D).
+""")
+    facts = {"link": [(1, 2), (2, 3), (3, 1)]}
+    assert "p" not in aggsel_candidates(program)
+    assert aggsel_candidates(SP)["path"].aggregates == ((3, "min"), (4, "min"))
+    want = psn.evaluate(program, facts, aggsel=False)
+    assert psn.evaluate(program, facts) == want and want["m"] == {(1, 3), (2, 3), (3, 2)}
+    for delivery in ("random", "adversarial", "fifo"):
+        assert Network(program, facts, delivery=delivery, seed=1).run().relations() == want
+
+
 # -- detection, selectors ------------------------------------------------------------------
 
 def test_a_rule_passing_the_aggregated_value_on_unchanged_is_no_candidate():
