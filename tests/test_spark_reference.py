@@ -329,3 +329,20 @@ def test_a_count_counts_equal_assignments_of_different_kinds_once(spark):
     got = evaluate_spark(program, facts, session=spark)
     _agree(psn.evaluate(program, facts), got)
     assert got["c"] == {(1,)} and got["d"] == {(1,)}
+
+
+def test_nan_compares_as_in_python(spark):
+    """``infinity - infinity`` is a nan: in Python it equals nothing (itself included) and
+    orders with nothing; Spark held nan equal to nan and above every number, so
+    ``Y == Y`` and ``Y > 1`` held there. ``f_min``/``f_max`` beside a nan give their
+    second argument, as Python's do."""
+    program = psn.parse("q(X) :- a(X), Y := X - X, Y == Y.\n"
+                        "r(X) :- a(X), Y := X - X, Y != Y.\n"
+                        "s(X) :- a(X), Y := X - X, Y > 1.\n"
+                        "t(X) :- a(X), Y := X - X, M := f_min(1.0, Y), M != M.\n"
+                        "u(X) :- a(X), Y := X - X, M := f_max(Y, 1.0), M == 1.0.\n")
+    facts = {"a": [(float("inf"),)]}
+    got = evaluate_spark(program, facts, session=spark)
+    _agree(psn.evaluate(program, facts), got)
+    assert not got["q"] and not got["s"]
+    assert got["r"] == got["t"] == got["u"] == {(float("inf"),)}

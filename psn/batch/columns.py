@@ -255,7 +255,9 @@ class _Compiler:
         if k is None or k == K.NULL:
             return self._bad(f"{t.name} cannot compare {K.describe(a[1])} and "
                              f"{K.describe(b[1])}", t.span)
-        return fn(cast(a[0], k), cast(b[0], k)), k
+        a, b = cast(a[0], k), cast(b[0], k)
+        # Python's f_min(a, b) is ``a if a <= b else b``: the second value beside a nan
+        return self._nan(k, a, b, b, fn(a, b)), k
 
     def _f_min(self, t, a, b):
         return self._extreme(t, a, b, self.F.least)
@@ -272,12 +274,24 @@ class _Compiler:
             if k is None:  # values of different kinds are never equal
                 return F.lit(lit.op == "!=")
             a, b = cast(a, k), cast(b, k)
-            return (a != b) if lit.op == "!=" else (a == b)
+            test = (a != b) if lit.op == "!=" else (a == b)
+            return self._nan(k, a, b, F.lit(lit.op == "!="), test)
         if k is None:
             return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
                                     f"{K.describe(kb)}", lit.span).isNull()
         a, b = cast(a, k), cast(b, k)
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[lit.op]
+        test = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[lit.op]
+        return self._nan(k, a, b, F.lit(False), test)
+
+    def _nan(self, k, a, b, if_nan, otherwise):
+        """``otherwise``, or ``if_nan`` where ``a`` or ``b`` is a float nan (``infinity -
+        infinity``): in Python a nan equals nothing, itself included, and is neither less
+        nor greater than any number; Spark SQL holds nan equal to nan and above every
+        number."""
+        if k != K.DOUBLE:
+            return otherwise
+        F = self.F
+        return F.when(F.isnan(a) | F.isnan(b), if_nan).otherwise(otherwise)
 
 
 def compile_term(term: A.Term, kinds: dict, errors: ErrorTable):
