@@ -447,7 +447,15 @@ class _Selection:
         self.members: dict[tuple, set[tuple]] = {}
 
     def _better(self, func: str, a, b) -> bool:
-        return a < b if func == "min" else a > b
+        """Whether ``a`` is better than ``b`` for ``func``; values that cannot be ordered
+        (a number and a string) are an evaluation error, as in a ``min``/``max`` rule."""
+        try:
+            return a < b if func == "min" else a > b
+        except TypeError:
+            raise EvaluationError(
+                f"aggregate selection on '{self.spec.pred}': {func}<...> over values that "
+                f"cannot be compared: {format_value(a, True)} and {format_value(b, True)}"
+            ) from None
 
     def offer(self, rel: Relation, candidates: Iterable[tuple]) -> set[tuple]:
         """Add the non-dominated candidates to ``rel``; drop tuples they dominate.

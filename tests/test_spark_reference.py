@@ -346,3 +346,23 @@ def test_nan_compares_as_in_python(spark):
     _agree(psn.evaluate(program, facts), got)
     assert not got["q"] and not got["s"]
     assert got["r"] == got["t"] == got["u"] == {(float("inf"),)}
+
+
+def test_aggregate_selection_over_integer_and_float_costs(spark):
+    """Shortest path whose costs (or nodes) mix integers and floats was
+    refused by the Spark reference ("needs one kind per argument"); the two kinds compete
+    in one group as they do in Python. Costs that mix numbers and strings are an
+    evaluation error in both (Python's aggregate selection raised a TypeError)."""
+    program = psn.parse(SHORTEST)
+    links = [(1, 2, 1), (2, 3, 2.5), (1, 3, 4), (3, 1.0, 1)]
+    got = evaluate_spark(program, {"link": links}, session=spark)
+    want = psn.evaluate(program, {"link": links})
+    _agree(want, got)
+    assert got["path"] and len(got["path"]) == len(want["path"])
+    bad = [(1, 2, 1), (2, 3, "x")]
+    program = psn.parse("sp1 path(S, D, C) :- link(S, D, C).\n"
+                        "sp2 path(S, D, C) :- link(S, Z, C1), path(Z, D, C2), C := C1 + C2.\n"
+                        "sp3 best(S, D, min<C>) :- path(S, D, C).\n")
+    for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
+        with pytest.raises(EvaluationError, match="aggregate selection on 'path'"):
+            run(program, {"link": bad + [(2, 3, 4)]})

@@ -331,9 +331,7 @@ class _Run:
         spec = self.specs[pred]
         sigs = set(rel) | set(new)
         if len(sigs) > 1:
-            raise EvaluationError(
-                f"aggregate selection on '{pred}' needs one kind per argument, but its "
-                f"tuples have {len(sigs)} different signatures in the Spark reference")
+            return self._select_kinds(pred, rel, new)
         if not sigs:
             return {}
         sig = sigs.pop()
@@ -357,6 +355,81 @@ class _Run:
             return {}
         self.added += counts["n"]
         return {sig: pruned.filter(F.col("_new")).drop("_new")}
+
+    def _select_kinds(self, pred: str, rel: Rel, new: Rel) -> Rel:
+        """:meth:`_select` on tuples of several signatures (integer and float costs, or
+        nodes of several kinds). Signatures whose group keys can be equal (their kinds
+        unify: ``1`` and ``1.0``) compete: per group, the best values among all of them
+        (compared in the unified kinds) decide which tuples stay, as in Python. Group keys
+        of kinds that do not unify are never equal, so their signatures compete apart.
+
+        Raises
+        ------
+        EvaluationError
+            When an aggregated argument mixes kinds that cannot be ordered together
+            (numbers and strings), as Python cannot compare them either.
+        """
+        F = self.F
+        spec = self.specs[pred]
+        group, aggs = list(spec.group), list(spec.aggregates)
+        classes: list[tuple[dict, list]] = []
+        for sig in sorted(set(rel) | set(new), key=repr):
+            for kinds, members in classes:
+                merged = {p: K.unify(kinds[p], sig[p]) for p in group}
+                if None not in merged.values():
+                    kinds.update(merged)
+                    members.append(sig)
+                    break
+            else:
+                classes.append(({p: sig[p] for p in group}, [sig]))
+        pruned: dict[tuple, object] = {}
+        for kinds, members in classes:
+            for p, func in aggs:
+                k = K.NULL
+                for sig in members:
+                    u = K.unify(k, sig[p])
+                    if u is None:
+                        raise EvaluationError(
+                            f"aggregate selection on '{pred}': {func}<...> over values of "
+                            f"different kinds ({K.describe(k)} and {K.describe(sig[p])})")
+                    k = u
+                kinds[p] = k
+            keys = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_g{p}") for p in group]
+            ranked = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_a{j}")
+                      for j, (p, _) in enumerate(aggs)]
+            parts = {}
+            for sig in members:
+                frames = [(rel[sig], False)] if sig in rel else []
+                frames += [(new[sig], True)] if sig in new else []
+                parts[sig] = _union([df.withColumn("_new", F.lit(flag))
+                                     for df, flag in frames]).select("*", *keys, *ranked)
+            best = _union([df.select(*[f"_g{p}" for p in group],
+                                     *[f"_a{j}" for j in range(len(aggs))])
+                           for df in parts.values()])
+            best = best.groupBy(*[f"_g{p}" for p in group]).agg(
+                *[(F.min if func == "min" else F.max)(f"_a{j}").alias(f"_best{j}")
+                  for j, (_, func) in enumerate(aggs)])
+            for sig, df in parts.items():
+                on = [f"_g{p}" for p in group]
+                joined = df.join(best, on=on, how="inner") if on else df.crossJoin(best)
+                keep = F.lit(False)
+                for j in range(len(aggs)):
+                    keep = keep | (F.col(f"_a{j}") == F.col(f"_best{j}"))
+                cols = _cols(len(sig))
+                pruned[sig] = joined.filter(keep).select(*cols, "_new") \
+                    .localCheckpoint(eager=False)
+        # one job counts the new survivors of every signature (and checkpoints them all)
+        order = list(pruned)
+        counts = _union([df.filter(F.col("_new")).select(F.lit(i).alias("_s"))
+                         for i, df in enumerate(pruned.values())]).groupBy("_s").count()
+        added = {order[row["_s"]]: row["count"] for row in counts.collect()}
+        delta: Rel = {}
+        for sig, df in pruned.items():
+            rel[sig] = df.drop("_new")
+            if added.get(sig):
+                self.added += added[sig]
+                delta[sig] = df.filter(F.col("_new")).drop("_new")
+        return delta
 
     # -- rules ---------------------------------------------------------------------------
     def _derive(self, rule: A.Rule, delta, pending: dict) -> None:
