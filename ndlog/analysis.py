@@ -418,8 +418,9 @@ def aggsel_candidates(program: A.Program) -> dict[str, AggSelSpec]:
     the aggregated positions (in the head, one computed from the recursive atom's by
     assignments, as ``C := C1 + C2``: a value passed on unchanged never strictly worsens,
     and one not computed from it is not known to), and every rule outside the component
-    that reads ``p`` is either an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of ``p`` with such a ``q`` on the
-    group key and the aggregated value. All uses must share one group key.
+    that reads ``p`` is either an aggregate ``q(G, min<X>, ...) :- p(...)`` or a join of
+    ``p`` with such a ``q`` on the group key and the aggregated value. All uses must share
+    one group key.
 
     Returns
     -------

@@ -240,7 +240,8 @@ def test_settings_of_the_wrong_kind_are_input_errors():
     facts = {"link": [(1, 2)]}
     for call, what in [
             (lambda: psn.verify(program, facts, [], seed="abc"), "seed is an integer"),
-            (lambda: psn.verify(program, facts, [], fifo="no"), "fifo must be True or False or None, not 'no'"),
+            (lambda: psn.verify(program, facts, [], fifo="no"),
+             "fifo must be True or False or None, not 'no'"),
             (lambda: Simulation(program, "ring").run_workload("all", max_steps=-1),
              "max_steps is a whole number"),
             (lambda: Simulation(program, "ring", reference=3), "reference is a function"),
