@@ -370,15 +370,19 @@ def require_whole(value, name: str, optional: bool = False) -> None:
     """
     if optional and value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not _is_whole(value):
         raise InputError(f"{name} is a whole number >= 0{' or None' if optional else ''}, "
                          f"got {value!r}")
 
 
+def _is_whole(value) -> bool:
+    """Whether ``value`` is an ``int`` ``>= 0`` (a bool is not)."""
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 0
+
+
 def _count(value, what: str, zero: str = "") -> None:
     """Refuse ``value`` unless it is None or a non-negative integer."""
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                              or value < 0):
+    if value is not None and not _is_whole(value):
         raise InputError(f"{what} must be a non-negative integer"
                          f"{f' ({zero})' if zero else ''}, not {value!r}")
 

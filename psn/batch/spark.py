@@ -372,16 +372,8 @@ class _Run:
         F = self.F
         spec = self.specs[pred]
         group, aggs = list(spec.group), list(spec.aggregates)
-        classes: list[tuple[dict, list]] = []
-        for sig in sorted(set(rel) | set(new), key=repr):
-            for kinds, members in classes:
-                merged = {p: K.unify(kinds[p], sig[p]) for p in group}
-                if None not in merged.values():
-                    kinds.update(merged)
-                    members.append(sig)
-                    break
-            else:
-                classes.append(({p: sig[p] for p in group}, [sig]))
+        classes = _unifiable(sorted(set(rel) | set(new), key=repr),
+                             lambda sig: {p: sig[p] for p in group})
         pruned: dict[tuple, object] = {}
         for kinds, members in classes:
             for p, func in aggs:
@@ -539,16 +531,8 @@ class _Run:
         whose kinds do not unify hold no equal assignment); a body without variables has
         one assignment however many frames match."""
         F = self.F
-        clusters: list[tuple[dict, list]] = []
-        for frame in self._frames(rule, None):
-            for kinds, members in clusters:
-                merged = {n: K.unify(kinds[n], frame.kinds[n]) for n in names}
-                if None not in merged.values():
-                    kinds.update(merged)
-                    members.append(frame)
-                    break
-            else:
-                clusters.append(({n: frame.kinds[n] for n in names}, [frame]))
+        clusters = _unifiable(self._frames(rule, None),
+                              lambda frame: {n: frame.kinds[n] for n in names})
         if not names:
             if not clusters:
                 return []
@@ -690,6 +674,25 @@ def _int_ratio_udf():
         return int(total) / count
 
     return F.udf(ratio, T.DoubleType(), useArrow=False)
+
+
+def _unifiable(items, kinds_of) -> list[tuple[dict, list]]:
+    """``items`` in classes whose kinds unify (:func:`psn.batch.kinds.unify`), each as
+    ``(kinds, members)``: ``kinds_of(item)`` gives an item's ``name -> kind``, and a class
+    holds the unified kinds of its members. Values of items in different classes are never
+    equal (``1`` and ``1.0`` are in one class; a number and a string are not)."""
+    classes: list[tuple[dict, list]] = []
+    for item in items:
+        mine = kinds_of(item)
+        for kinds, members in classes:
+            merged = {n: K.unify(kinds[n], k) for n, k in mine.items()}
+            if None not in merged.values():
+                kinds.update(merged)
+                members.append(item)
+                break
+        else:
+            classes.append((mine, [item]))
+    return classes
 
 
 def _union(dfs: list):

@@ -150,7 +150,7 @@ class Shard:
         for dst, data in unpack(payload):
             self.transport.receive(dst, data)
         self.host.run(flush=False, guard=self.guard.check,
-                          step_guard=self.guard.check_soon)
+                      step_guard=self.guard.check_soon)
 
     def flush(self) -> int:
         """End of stream at this worker's nodes (the driver decides when); runs the local
