@@ -613,12 +613,13 @@ def _barrier(host, nodes: list, what: str, counters: dict) -> None:
 
 def _count(transport, src, wsrc, dst, wdst, payload) -> int:
     """Count one message of the protocol on the transport's traffic (and the simulator's
-    tallies); returns its size in bytes."""
+    tallies, where a message between two nodes of one worker is local, as the
+    transport's own are); returns its size in bytes."""
     size = len(packb(payload))
     transport.metrics.message(src, wsrc, 0, size, 0, wsrc != wdst)
     tallies = getattr(transport, "counters", None)           # the simulator's
     if tallies is not None and hasattr(tallies, "record_send"):
-        tallies.record_send(src, dst, wsrc, wdst, 0, size, False)
+        tallies.record_send(src, dst, wsrc, wdst, 0, size, wsrc == wdst)
     return size
 
 

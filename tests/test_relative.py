@@ -191,6 +191,30 @@ def test_the_simulator_counts_the_traversal_and_charges_its_time():
     assert delete.sim_time > 0
 
 
+def test_the_simulator_counts_traversal_notes_inside_a_worker_as_local():
+    """A traversal note between two nodes of one worker is local in the simulator's step
+    tallies, as in the network's traffic: the steps' bytes between workers add up to the
+    network's (the simulator counted such notes as traffic between workers; found by a
+    fuzz campaign of the engine's modes)."""
+    program = psn.parse("t1 treach(@S, D, T) :- link(@S, D), tag(@D, T).\n"
+                        "t2 treach(@S, D, T) :- link(@S, Z), treach(@Z, D, T).\n")
+    links = [(0, 3), (0, 4), (1, 0), (1, 2), (1, 3), (1, 4), (2, 1), (2, 3), (2, 4),
+             (3, 4), (4, 0), (4, 1)]
+    simulation = sim.Simulation(program, "ring", annotation="relative", workers=3)
+    simulation.step(updates=[(1, "link", t) for t in links]
+                    + [(1, "tag", (3, "b")), (1, "tag", (4, "b"))])
+    simulation.step(updates=[(-1, "link", (0, 4))], check=True)
+    load, delete = simulation.steps
+    m = simulation.net.metrics
+    assert delete.check and m["traversal_messages"] > 0
+    assert len({simulation.placement.worker(n) for n in range(5)}) in (2, 3)
+    for key, total in (("bytes_sent", "worker_bytes_sent"),
+                       ("msgs_sent", "worker_messages_sent")):
+        assert sum(s.traffic[key] for s in simulation.steps) == m[total]
+    assert (sum(s.traffic["bytes_sent"] + s.traffic["local_bytes"]
+                for s in simulation.steps) == m["bytes_sent"])
+
+
 def test_edges_are_stored_and_shipped_honestly():
     """A fact stores one edge per derivation (state counts them); an edge crosses the
     wire as its body facts, and a traversal's retraction keeps its mark."""
