@@ -33,6 +33,7 @@ import math
 import random
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -459,8 +460,10 @@ class Simulation:
         self._cancel_expiry(pred, tup)
         if self.clock.now() + life > MAX_TIME:
             return
-        self._expiry[(pred, tup)] = self.clock.call_later(life, self._expire, pred, tup,
-                                                          kind="expire")
+        # the event names the simulation weakly: its clock holds the event, and a bound
+        # method would make a cycle that keeps a dropped simulation until a full collection
+        self._expiry[(pred, tup)] = self.clock.call_later(life, _expire, weakref.ref(self),
+                                                          pred, tup, kind="expire")
 
     def _cancel_expiry(self, pred: str, tup: tuple) -> None:
         ev = self._expiry.pop((pred, tup), None)
@@ -585,6 +588,13 @@ def state_figures(net, cache: dict | None = None) -> dict:
             cache[nid] = (node, steps, fig)
         out[nid] = dict(fig)
     return out
+
+
+def _expire(simulation: "weakref.ref[Simulation]", pred: str, tup: tuple) -> None:
+    """A soft fact's expiry event: :meth:`Simulation._expire`, if the simulation is alive."""
+    sim = simulation()
+    if sim is not None:
+        sim._expire(pred, tup)
 
 
 def _check_placed_nodes(placement: Placement, topology) -> None:
