@@ -29,8 +29,8 @@ try:
 except ImportError:             # not POSIX: directories are not claimed
     fcntl = None
 
-__all__ = ["atomic_open", "write_atomic", "claimed_dir", "require_parent", "file_path",
-           "CLAIM_FILE"]
+__all__ = ["atomic_open", "write_atomic", "claimed_dir", "require_parent", "require_writable",
+           "file_path", "CLAIM_FILE"]
 
 #: the file in a claimed directory whose lock marks the claim (it holds the claimant's pid)
 CLAIM_FILE = ".psn-lock"
@@ -180,6 +180,36 @@ def require_parent(path: str | Path, what: str = "") -> None:
         raise InputError(f"cannot write {what + ' ' if what else ''}'{path}': the "
                          f"directory '{parent}' {why}",
                          hint="create it first, or give a path in an existing directory")
+
+
+def require_writable(path: str | Path | None, what: str = "") -> None:
+    """Refuse, before any work, an output file that could not be written at the end: its
+    parent directory is missing or not a directory, or the path is a directory. A command
+    checks its output paths with this up front, so that a long run (a verification, a Spark
+    job) is not done only to fail at the last step. ``None`` (no output file) passes.
+
+    Parameters
+    ----------
+    path:
+        The file to be written, or None.
+    what:
+        What it is, for the error message (``"metrics file"``).
+
+    Raises
+    ------
+    ndlog.errors.InputError
+        Naming the file and what is wrong with it.
+    """
+    if path is None:
+        return
+    if isinstance(path, str) and not path.strip():
+        raise InputError(f"the name of the {what or 'output file'} is empty (an unset shell "
+                         f"variable?)", hint="give a file name, or leave the option out")
+    path = file_path(path, what or "file")
+    require_parent(path, what)
+    if path.is_dir():
+        raise InputError(f"cannot write {what + ' ' if what else ''}'{path}': it is a "
+                         f"directory", hint="give a file name, e.g. a file in that directory")
 
 
 def _claim(fd: int, path: Path, what: str, hint: str) -> None:

@@ -5,6 +5,7 @@ process is refused to another."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -122,3 +123,42 @@ def test_a_file_system_without_locks_leaves_the_directory_unclaimed(tmp_path, mo
     with claimed_dir(tmp_path / "out") as out, claimed_dir(out):
         write_atomic(out / "report.md", "whole")
     assert (out / "report.md").read_text() == "whole"
+
+
+_OUTPUTS = [(["eval", "{p}", "--output"], ""), (["reference", "{p}", "--output"], ""),
+            (["localize", "{p}", "-o"], ""), (["topology", "ring", "-o"], ""),
+            (["topology", "gtitm", "--count", "2", "-o"], ""),
+            (["run", "{p}", "--topology", "ring", "--metrics"], "metrics file "),
+            (["verify", "{p}", "--burst", "{b}", "--counterexample"], "the counterexample ")]
+
+
+@pytest.mark.parametrize("command, what", _OUTPUTS)
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
+        tmp_path, capsys, monkeypatch, command, what):
+    """Each command checked its output path only when it wrote it: psn reference --engine
+    spark ran Spark for 16 s, psn verify could search for 10 minutes and then lose the
+    counterexample it found, psn run lost the run behind a --metrics in a missing
+    directory."""
+    import psn.cli.run_cmd as run_cmd
+    import psn.verify as verify
+    from psn.cli import main
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the work started although its output cannot be written")
+    monkeypatch.setattr(run_cmd, "_run_steps", no_work)
+    monkeypatch.setattr(verify, "verify", no_work)
+    program = tmp_path / "p.ndl"
+    program.write_text("r1 reachable(@S, D) :- link(@S, D).\n")
+    burst = tmp_path / "b.ndl"
+    burst.write_text("+link(@1, 2).\n")
+    args = [a.format(p=program, b=burst) for a in command]
+    (tmp_path / "d").mkdir()
+    for out, why in [(tmp_path / "no" / "x.json", "the directory '.*no' does not exist"),
+                     (tmp_path / "d", "it is a directory")]:
+        assert main([*args, str(out)]) == 2
+        err = capsys.readouterr().err
+        assert re.search(f"error: cannot write {what}'{re.escape(str(out))}': {why}", err), err
+        assert "Traceback" not in err
+    assert main([*args, ""]) == 2
+    assert "is empty (an unset shell variable?)" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ndl", "d", "p.ndl"]

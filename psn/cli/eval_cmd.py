@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from .options import load_program
     from ndlog.reference import evaluate
 
+    from ndlog.files import require_writable
+
     fmt = output_format(args.format, args.output)
+    require_writable(args.output)
     guard = memory_guard(args.max_memory)
     program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))

@@ -38,15 +38,16 @@ def run(args: argparse.Namespace) -> int:
     """Run ``psn localize`` with the parsed ``args``; the exit status."""
     from localize import explain
 
-    from ndlog.files import write_atomic
+    from ndlog.files import require_writable, write_atomic
     from .options import load_program
     from ndlog.printer import format_program
 
+    require_writable(args.output)
     result = explain(load_program(args.program))
     text = format_program(result.program)
     if args.explain:
         text = _comment(result.text()) + "\n" + text
-    if args.output:
+    if args.output is not None:
         write_atomic(args.output, text)
     else:
         print(text, end="")

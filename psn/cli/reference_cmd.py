@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         The exit status.
     """
     from ndlog.errors import InputError
+    from ndlog.files import require_writable
     from ndlog.output import program_shapes, read_facts_files, render_relations
     from .options import load_program
 
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                          "use --engine python")
     guard = memory_guard(args.max_memory)
     fmt = output_format(args.format, args.output)
+    require_writable(args.output)
     program = load_program(args.program)
     facts = read_facts_files(args.facts, **program_shapes(program))
     if args.engine == "spark":

@@ -79,10 +79,13 @@ class Outcome:
 def execute(args: argparse.Namespace, program=None) -> Outcome:
     """Run the steps the parsed flags describe on their engine (see the module doc);
     ``program`` (parsed) instead of reading ``args.program``."""
+    from ndlog.files import require_writable
+
     from .runners import make_runner
 
     engine = engine_of(args)
     check_engine_options(args, engine)
+    require_writable(args.metrics, "metrics file")
     if args.workload is not None and not args.workload.strip():
         from engine.workloads import SPEC_HELP
         raise InputError("--workload is empty (an unset shell variable?)",

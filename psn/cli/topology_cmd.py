@@ -133,9 +133,11 @@ def _gtitm(args) -> int:
 
     import topologies
     from ndlog.errors import InputError
+    from ndlog.files import require_writable
     from topologies.gtitm import generate_many
 
     _check_gtitm_counts(args)
+    require_writable(args.output)
     if args.spec and args.nodes is not None:
         raise InputError("give --spec or --nodes, not both")
     shape = [flag for flag, dest in _SHAPE if getattr(args, dest) is not None]
@@ -211,6 +213,8 @@ def _check_gtitm_counts(args) -> None:
 def _sensor(args) -> int:
     import topologies
     from engine.guards import default_memory_limit
+    from ndlog.files import require_writable
+    require_writable(args.output)
     topologies.check_size("sensor-grid", default_memory_limit(), hint=_SMALLER,
                           sensors=args.sensors)
     topo = topologies.make("sensor-grid", args.seed, sensors=args.sensors, size=args.size,
@@ -223,6 +227,8 @@ def _sensor(args) -> int:
 def _simple(args) -> int:
     import topologies
     from engine.guards import default_memory_limit
+    from ndlog.files import require_writable
+    require_writable(args.output)
     size = ({"rows": args.rows, "cols": args.cols} if args.kind == "grid" else
             {"n": args.nodes, "m": getattr(args, "links", None), "p": getattr(args, "p", None)})
     topologies.check_size(args.kind, default_memory_limit(), hint=_SMALLER,

@@ -101,12 +101,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.program:
         raise InputError("psn verify needs a PROGRAM file (or --replay FILE)")
     from engine.bursts import locate_error, read_burst_file
+    from ndlog.files import require_writable
     from ndlog.output import program_shapes, read_facts_files
     from .options import load_program
     from provenance import get_scheme
 
     from .. import verify as V
 
+    counterexample = (f"{Path(args.program).stem}.counterexample.json"
+                      if args.counterexample is None else args.counterexample)
+    require_writable(counterexample, "the counterexample")
     program = load_program(args.program)
     get_scheme(args.annotation)                  # an unknown name fails before anything runs
     shapes = program_shapes(program)
@@ -123,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     written = None
     if result.counterexample is not None:
-        written = result.counterexample.write(
-            args.counterexample or f"{Path(args.program).stem}.counterexample.json")
+        written = result.counterexample.write(counterexample)
     if args.format == "json":
         doc = result.to_json()
         doc["written"] = None if written is None else str(written)
