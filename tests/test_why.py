@@ -235,6 +235,30 @@ def test_unknown_predicate_and_wrong_arity(small):
     assert "'reachable' has arity 2" in info.value.message
 
 
+@pytest.mark.parametrize("fact, message", [
+    ("reachble(@1,3)", "predicate 'reachble' is not used by the program"),
+    ("reachable(@1,3,4)", "reachable has 3 arguments here, but arity 2 in the program"),
+    ("reachable(1,@3)", "reachable has its '@' on argument 2 here, but on argument 1 in the "
+                        "program")])
+def test_psn_run_refuses_a_why_the_program_cannot_answer_before_the_run(
+        tmp_path, capsys, monkeypatch, fact, message):
+    """An unknown predicate or a wrong arity was found only after the whole run, whose
+    output was then lost; a misplaced '@' was accepted."""
+    import psn.cli.run_cmd as run_cmd
+    from psn.cli import main
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the run started although --why cannot be answered")
+    monkeypatch.setattr(run_cmd, "_run_steps", no_run)
+    facts = tmp_path / "f.ndl"
+    facts.write_text("link(@1, 2). link(@2, 3).\n")
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    assert main(["run", str(program), "--facts", str(facts), "--why", fact]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --why '{fact}' is not a fact of this program" in err
+    assert message in err and "Traceback" not in err
+
+
 def test_a_scheme_without_provenance():
     net = Network(REACH, {"link": [("a", "b")]}, annotation="set").run()
     with pytest.raises(InputError, match="needs provenance"):

@@ -100,7 +100,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     shapes = program_shapes(program)
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
-    wanted = _why_facts(args.why)
+    wanted = _why_facts(args.why, shapes)
     _refuse_inexact_deletions(args, program, options, bursts, engine)
     with _engine_errors(engine):
         runner = make_runner(engine, program, options, args, topology)
@@ -257,16 +257,20 @@ def _read_bursts(args, shapes: dict) -> list[tuple[str, list]]:
     return [(f"burst {path}", read_burst_file(path, **shapes)) for path in args.burst]
 
 
-def _why_facts(texts: list[str]) -> list[tuple[str, str, tuple]]:
-    """``--why`` arguments as ``(text, pred, tuple)``, read before anything runs."""
+def _why_facts(texts: list[str], shapes: dict) -> list[tuple[str, str, tuple]]:
+    """``--why`` arguments as ``(text, pred, tuple)``, read before anything runs and
+    checked against the program's ``shapes`` (:func:`ndlog.output.program_shapes`) as the
+    facts are: a predicate, arity or ``@`` the program does not have is refused before the
+    run, not after it."""
     from ndlog.errors import PSNError
-    from ndlog.parser import parse_atom
+    from ndlog.parser import FactShapes, parse_atom
     out = []
     for text in texts:
         try:
-            atom = parse_atom(text.strip().rstrip("."), "--why")
+            atom = parse_atom(text.strip().rstrip("."), "--why", FactShapes(**shapes))
         except PSNError as e:
-            raise InputError(f"--why {text!r} is not a fact: {e.render()}") from None
+            raise InputError(f"--why {text!r} is not a fact of this program: "
+                             f"{e.render()}") from None
         out.append((text.strip(), atom.pred, atom.values))
     return out
 
