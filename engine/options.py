@@ -149,8 +149,9 @@ class RunOptions:
         _count(self.max_updates, "the bound on updates sent (max_updates)", "0: none")
         _count(self.max_memory, "the memory ceiling in bytes (max_memory)", "0: none")
         _count(self.derivation_budget, "the derivation budget per fact "
-               "(derivation_budget)")
-        _count(self.derivation_total, "the derivation budget in all (derivation_total)")
+               "(derivation_budget)", positive=True)
+        _count(self.derivation_total, "the derivation budget in all (derivation_total)",
+               positive=True)
         from .delivery import make_delivery
         make_delivery(self.delivery)             # an InputError naming a bad model now
         from .minship import AT
@@ -380,11 +381,12 @@ def _is_whole(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, int) and value >= 0
 
 
-def _count(value, what: str, zero: str = "") -> None:
-    """Refuse ``value`` unless it is None or a non-negative integer."""
-    if value is not None and not _is_whole(value):
-        raise InputError(f"{what} must be a non-negative integer"
-                         f"{f' ({zero})' if zero else ''}, not {value!r}")
+def _count(value, what: str, zero: str = "", positive: bool = False) -> None:
+    """Refuse ``value`` unless it is None or a non-negative integer (a positive one if
+    ``positive``: a derivation budget of 0 stores nothing)."""
+    if value is not None and not (_is_whole(value) and (value > 0 or not positive)):
+        raise InputError(f"{what} must be a {'positive' if positive else 'non-negative'} "
+                         f"integer{f' ({zero})' if zero else ''}, not {value!r}")
 
 
 def _refuse_reordered_aggregates(scheme, program, delivery: str, fixed_order: bool) -> None:

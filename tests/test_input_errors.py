@@ -738,13 +738,26 @@ def test_localize_takes_text_or_a_parsed_program():
         psn.localize(None)
 
 
-@pytest.mark.parametrize("field", ["max_memory", "max_updates", "derivation_budget",
-                                   "derivation_total"])
+@pytest.mark.parametrize("field, kind", [
+    ("max_memory", "non-negative"), ("max_updates", "non-negative"),
+    ("derivation_budget", "positive"), ("derivation_total", "positive")])
 @pytest.mark.parametrize("bad", ["zzz", -1, 1.5, True])
-def test_run_options_refuse_a_limit_that_is_not_a_count(field, bad):
-    with pytest.raises(InputError, match=f"\\({field}\\) must be a non-negative integer"):
+def test_run_options_refuse_a_limit_that_is_not_a_count(field, kind, bad):
+    with pytest.raises(InputError, match=f"\\({field}\\) must be a {kind} integer"):
         psn.RunOptions(**{field: bad})
     assert getattr(psn.RunOptions(**{field: 3}), field) == 3
+
+
+@pytest.mark.parametrize("flag", ["--derivation-budget", "--derivation-total"])
+@pytest.mark.parametrize("bad", ["0", "-1"])
+def test_a_derivation_budget_below_one_is_refused_with_one_message(flag, bad, capsys):
+    """-1 was refused as not "a non-negative integer" and 0, which is one, as not "a
+    positive integer": two rules for one option."""
+    from psn.cli import main
+    assert main(["run", str(EXAMPLES / "reachable.ndl"), "--annotation", "derivation",
+                 flag, bad]) == 2
+    err = capsys.readouterr().err
+    assert f"must be a positive integer, not {bad}" in err and "non-negative" not in err
 
 
 @pytest.mark.parametrize("field", ["batch", "roundtrip", "unsafe"])
