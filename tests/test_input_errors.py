@@ -924,6 +924,16 @@ def test_demo_refuses_more_deletions_than_links_in_its_own_words(capsys):
         "topology" in err and "hint: give --deletions 156 or fewer" in err
 
 
+def test_demo_refuses_workers_for_a_replay_it_skips(capsys):
+    """psn demo --workers 3 --no-ray ran without the replay and without a word on the
+    --workers it ignored."""
+    from psn.cli import main
+    assert main(["demo", "--workers", "3", "--no-spark", "--no-ray"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --workers 3 sets the Ray replay's workers, and --no-ray skips the " \
+        "replay" in err and "hint: leave out --workers, or --no-ray" in err
+
+
 def test_deletions_that_run_out_mid_run_stop_with_an_error():
     """A phase that finds no present link left (they expired, say) stops the run with an
     error naming how many it made, instead of ending early without a word."""

@@ -20,6 +20,9 @@ import time
 
 __all__ = ["register"]
 
+#: Ray workers of the replay when --workers is not given
+RAY_WORKERS = 2
+
 PROGRAMS = {
     "reachable": "r1 reachable(@S, D) :- link(@S, D).\n"
                  "r2 reachable(@S, D) :- link(@S, Z), reachable(@Z, D).\n",
@@ -42,8 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--deletions", type=int, default=20,
                    help="links deleted one at a time (default: 20; at most the "
                    "topology's links)")
-    p.add_argument("--workers", type=int, default=2,
-                   help="Ray workers for the replay (default: 2)")
+    p.add_argument("--workers", type=int, default=None,
+                   help=f"Ray workers for the replay (default: {RAY_WORKERS}; not with "
+                   "--no-ray)")
     p.add_argument("--no-spark", action="store_true", help="skip the Spark check")
     p.add_argument("--no-ray", action="store_true", help="skip the Ray replay")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -77,8 +81,12 @@ def _program(args):
 def validate(args: argparse.Namespace) -> None:
     """Check the demo's own options before anything runs."""
     from ndlog.errors import InputError
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers takes a positive integer, not {args.workers}")
+    if args.workers is not None and args.no_ray:
+        raise InputError(f"--workers {args.workers} sets the Ray replay's workers, and "
+                         f"--no-ray skips the replay",
+                         hint="leave out --workers, or --no-ray")
     if args.deletions < 0:
         raise InputError(f"--deletions takes a number >= 0, not {args.deletions}")
 
@@ -142,8 +150,9 @@ def _ray_replay(args, program, sim_outcome) -> bool:
 
     from .run_cmd import execute
 
-    print(f"== Ray replay ({args.workers} local workers): the same workload and seed")
-    outcome = execute(_run_args(args, "ray", ["--workers", str(args.workers)]), program)
+    workers = RAY_WORKERS if args.workers is None else args.workers
+    print(f"== Ray replay ({workers} local workers): the same workload and seed")
+    outcome = execute(_run_args(args, "ray", ["--workers", str(workers)]), program)
     same_steps = [r["label"] for r in outcome.rows] == [r["label"] for r in sim_outcome.rows]
     diff = compare_relations(sim_outcome.relations, outcome.relations,
                              relations=_compared(program, sim_outcome))
