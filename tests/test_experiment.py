@@ -497,3 +497,28 @@ def test_cli_fails_when_every_run_stopped_before_measuring(tmp_path, capsys):
     assert "nothing was measured" in captured.err and "the time budget in 7" in captured.err
     report = (out / "report.md").read_text()
     assert "**Nothing was measured**" in report and "**reproduced**" not in report
+
+
+@pytest.mark.parametrize("options, message, hint", [
+    (["--executor", "inline", "--jobs", "2"],
+     "--jobs 2 sets the local processes of --executor local, and --executor inline starts "
+     "none", "leave out --jobs, or use --executor local"),
+    (["--executor", "ray", "--jobs", "3"],
+     "--jobs 3 sets the local processes of --executor local, and --executor ray starts none",
+     "leave out --jobs, or use --executor local"),
+    (["--report-only", "--fresh"],
+     "--fresh does not apply to --report-only, which runs nothing", "leave out --fresh, or "
+     "--report-only"),
+    (["--report-only", "--jobs", "2", "--cache", "c"],
+     "--jobs 2 does not apply to --report-only", "leave out --jobs 2 and --cache, or "
+     "--report-only")])
+def test_cli_refuses_options_that_would_have_no_effect(tmp_path, capsys, options, message,
+                                                       hint):
+    """--jobs beside --executor inline or ray, and the options of running beside
+    --report-only, were ignored without a word (inline ran one run after another)."""
+    out = tmp_path / "out"
+    assert psn_main(["experiment", "fig7", "--tiny", "--no-progress", "-o", str(out),
+                     *options]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {message}" in err and f"hint: {hint}" in err
+    assert not out.exists()

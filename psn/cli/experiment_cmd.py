@@ -110,6 +110,31 @@ def _memory(args) -> int:
     return share
 
 
+def _refuse_ignored(args) -> None:
+    """Refuse an option that would have no effect: ``--jobs`` beside an executor that
+    starts no local processes, and with ``--report-only`` (which runs nothing) the options
+    of running (``--fresh``, ``--jobs``, ``--executor``, ``--address``, ``--cache``)."""
+    from ndlog.errors import InputError
+    if args.report_only:
+        given = [flag for flag, given in (
+            ("--fresh", args.fresh), (f"--jobs {args.jobs}", args.jobs != 1),
+            (f"--executor {args.executor}", args.executor != "local"),
+            ("--address", args.address is not None), ("--cache", args.cache is not None))
+            if given]
+        if given:
+            raise InputError(f"{given[0]} does not apply to --report-only, which runs "
+                             f"nothing: it rebuilds the report from the runs.json in "
+                             f"--output",
+                             hint=f"leave out {' and '.join(given)}, or --report-only")
+    if args.jobs != 1 and args.executor != "local":
+        raise InputError(f"--jobs {args.jobs} sets the local processes of --executor local, "
+                         f"and --executor {args.executor} starts none"
+                         + (": it runs one run after another in this process"
+                            if args.executor == "inline" else
+                            ": Ray runs as many tasks at once as the cluster has CPUs"),
+                         hint="leave out --jobs, or use --executor local")
+
+
 def _run(args) -> int:
     from ndlog.errors import InputError
     from psn.experiment import (EXPERIMENTS, make_config, run_experiment, run_experiments)
@@ -120,6 +145,7 @@ def _run(args) -> int:
                          hint=f"one of {', '.join(EXPERIMENTS)}, list or all")
     if args.executor != "ray" and args.address:
         raise InputError("--address goes with --executor ray")
+    _refuse_ignored(args)
     cfg = make_config(args.scale, args.runs, args.seed, _time_budget(args),
                       _memory(args))
     command = "psn experiment " + " ".join(shlex.quote(a) for a in sys.argv[2:]) \
