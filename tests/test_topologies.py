@@ -5,6 +5,7 @@ networkx is used here only to cross-check connectivity and shortest paths.
 
 from __future__ import annotations
 
+import re
 import json
 import math
 import random
@@ -399,6 +400,32 @@ def test_a_topology_too_big_for_the_memory_limit_is_refused_before_it_is_built(c
     topologies.check_size("line", 1 << 20, n=1000)            # 0.8 MB: fits
     with pytest.raises(InputError, match="over the memory limit of 1.0 MiB"):
         topologies.check_size("line", 1 << 20, n=10000)
+
+
+def test_a_transit_stub_graph_too_big_for_the_memory_limit_is_refused_before_it_is_built(
+        tmp_path, capsys):
+    """psn topology gtitm --domains 100000, --stub-nodes 100000 or a spec file of that size
+    (also as psn run --topology gtitm --topology-option spec=FILE) ran for minutes on the
+    top level's billions of candidate links: only --nodes was estimated."""
+    for option in (["--domains", "100000"], ["--stub-nodes", "100000"]):
+        assert psn_main(["topology", "gtitm", *option]) == 2
+        err = capsys.readouterr().err
+        assert re.search(r"error: topology gtitm with [\d,]+ nodes in [\d,]+ transit "
+                         r"domains? would take about [\d.]+ GiB to build, over the memory "
+                         r"limit of", err), err
+    spec = tmp_path / "big.spec"
+    spec.write_text("ts 1 0\n3 0 0\n100000 20 3 1.0\n4 20 3 0.6\n8 10 3 0.42\n")
+    assert psn_main(["topology", "gtitm", "--spec", str(spec)]) == 2
+    assert "with 10,000,000 nodes in 100,000 transit domains would take about 1872.19 GiB" \
+        in capsys.readouterr().err
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", "gtitm",
+                     "--topology-option", f"spec={spec}", "--max-memory", "8G"]) == 2
+    assert f"topology gtitm with 10,000,000 nodes in 100,000 transit domains, spec={spec} " \
+        "would take about 1872.19 GiB to build, over the memory limit of 8.00 GiB" in \
+        capsys.readouterr().err
+    assert round(topologies.ts_links(topologies.TS100)) == 157     # ts100 has 156 or so
+    assert psn_main(["topology", "gtitm", "--domains", "3"]) == 0
+    assert "gtitm: 300 nodes" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("topology,value", [("ring", "n=inf"), ("ring", "n=nan"),

@@ -122,9 +122,35 @@ def estimate_bytes(name: str, **options) -> int | None:
             return None
         nodes = 100 * max(1, (n + 50) // 100)      # in ints: a huge count is no float
         links = 5 * nodes
+    elif name in ("ts100", "gtitm"):
+        params = options.get("params")
+        if params is None and isinstance(options.get("spec"), (str, Path)):
+            params = read_spec(options["spec"])
+        if params is None:
+            params = TS100
+        if not isinstance(params, TSParams):
+            return None                             # the generator refuses it
+        count = num("count", 1) or 1                # graphs built at once (psn topology)
+        nodes, links = params.total_nodes * count, ts_links(params) * count
     else:
-        return None                                 # ts100/gtitm: a spec's own size
+        return None
     return int((max(nodes, 0) + max(links, 0)) * BYTES_PER_ELEMENT + extra)
+
+
+def ts_links(params: TSParams) -> float:
+    """About how many links a transit-stub graph of ``params`` has: each domain's pairs
+    of nodes times the chance of an edge between them (``alpha``, or ``beta`` where edge
+    method 6 takes it for distant pairs), at the mean domain sizes, plus one link from each
+    stub to its transit node and the extra edges. The top level of a few thousand transit
+    domains alone is millions of links (its default ``alpha`` is 1: a complete graph)."""
+    def pairs(geo: GeoParams) -> float:
+        chance = max(geo.alpha, min(geo.beta, 1.0)) if geo.method == 6 else geo.alpha
+        return chance * geo.n * (geo.n - 1) / 2
+    domains = params.top.n
+    transit_nodes = domains * params.transit.n
+    stubs = transit_nodes * params.stubs_per_transit
+    return (pairs(params.top) + domains * pairs(params.transit) + stubs * pairs(params.stub)
+            + stubs + params.extra_ts + params.extra_ss)
 
 
 def check_size(name: str, limit: int | None, *,
@@ -141,7 +167,15 @@ def check_size(name: str, limit: int | None, *,
     need = estimate_bytes(name, **options)
     if not limit or need is None or need <= limit:
         return
-    size = ", ".join(f"{k}={_short(v)}" for k, v in options.items()) or "its defaults"
+    shown = [f"{k}={_short(v)}" for k, v in options.items() if k != "params"]
+    params = options.get("params")
+    if params is None and isinstance(options.get("spec"), (str, Path)):
+        params = read_spec(options["spec"])       # read once already: it is readable
+    if isinstance(params, TSParams):
+        domains = params.top.n
+        shown.insert(0, f"{params.total_nodes:,} nodes in {domains:,} transit "
+                        f"domain{'s' if domains != 1 else ''}")
+    size = ", ".join(shown) or "its defaults"
     raise InputError(f"topology {name} with {size} would take about {format_bytes(need)} "
                      f"to build, over the memory limit of {format_bytes(limit)}",
                      hint=hint)
@@ -149,7 +183,9 @@ def check_size(name: str, limit: int | None, *,
 
 def _short(v) -> str:
     text = str(v)
-    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+    if not isinstance(v, int) or len(text) <= 24:
+        return text
+    return f"{text[:12]}... ({len(text)} digits)"
 
 
 def make(name: str = "ts100", seed: int = 0, **options) -> Topology:

@@ -132,6 +132,7 @@ def _gtitm(args) -> int:
     from dataclasses import replace
 
     import topologies
+    from engine.guards import default_memory_limit
     from ndlog.errors import InputError
     from ndlog.files import require_writable
     from topologies.gtitm import generate_many
@@ -153,7 +154,6 @@ def _gtitm(args) -> int:
     if args.count is not None and args.count < 1:
         raise InputError(f"--count takes a number of graphs >= 1, not {args.count}")
     if args.nodes is not None:
-        from engine.guards import default_memory_limit
         topologies.check_size(args.density or "sparse", default_memory_limit(), hint=_SMALLER,
                               nodes=args.nodes)
         params = topologies.ts_variant(args.nodes, args.density or "sparse")
@@ -169,6 +169,8 @@ def _gtitm(args) -> int:
         if value is not None:
             params = replace(params, **{field: replace(getattr(params, field), n=value)})
     count = args.count or (params.count if args.spec else 1)
+    topologies.check_size("gtitm", default_memory_limit(), hint=_SMALLER, params=params,
+                          **({"count": count} if count != 1 else {}))
     seed = args.seed if args.seed is not None else (params.seed or 0)
     topos = generate_many(params, count, seed, quirks=not args.no_quirks,
                           latencies=_latencies(args) or None)
