@@ -428,6 +428,15 @@ def test_a_transit_stub_graph_too_big_for_the_memory_limit_is_refused_before_it_
     assert "gtitm: 300 nodes" in capsys.readouterr().out
 
 
+def test_a_topology_option_given_twice_is_refused(capsys):
+    """n=3 then n=4 ran on n=4 without a word."""
+    assert psn_main(["run", "examples/reachable.ndl", "--topology", "ring",
+                     "--topology-option", "n=3", "--topology-option", "n=4"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --topology-option n is given twice (n=3, then n=4)" in err
+    assert "hint: give each option once" in err
+
+
 @pytest.mark.parametrize("topology,value", [("ring", "n=inf"), ("ring", "n=nan"),
                                             ("ring", "n=1e400"), ("ring", f"n={10**400}"),
                                             ("dense", f"nodes={10**400}")])

@@ -226,12 +226,17 @@ _OPTION_EXAMPLES = {
 
 
 def _topology_options(items: list[str]) -> dict:
-    out = {}
+    out, given = {}, {}
     for item in items or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise InputError(f"--topology-option takes KEY=VALUE, not {item!r}")
-        out[key.strip().replace("-", "_")] = _value(value.strip())
+        name = key.strip().replace("-", "_")
+        if name in out:
+            raise InputError(f"--topology-option {key.strip()} is given twice "
+                             f"({given[name]}, then {item}); the last one would be used "
+                             f"without a word", hint="give each option once")
+        out[name], given[name] = _value(value.strip()), item
     return out
 
 
