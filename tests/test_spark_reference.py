@@ -366,3 +366,65 @@ def test_aggregate_selection_over_integer_and_float_costs(spark):
     for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
         with pytest.raises(EvaluationError, match="aggregate selection on 'path'"):
             run(program, {"link": bad + [(2, 3, 4)]})
+
+
+def _typed(rels):
+    """Relations with each value's type beside it, so ``1`` and ``1.0`` differ."""
+    return {p: {tuple((type(v).__name__, v) for v in t) for t in r} for p, r in rels.items()}
+
+
+def test_a_term_keeps_the_kind_python_gives_it_row_by_row(spark):
+    """``f_min``/``f_max`` of an integer and a float is the integer in some rows and the
+    float in others; Spark held both as a float, so ``f_min(X, 4.5) / 2`` with ``X = 3``
+    was ``1.5`` where Python's is ``1`` (integer division). In assignments, head
+    arguments, comparisons, negations, nested, and as a group key."""
+    program = psn.parse(
+        "q(X, Y) :- a(X), Y := f_min(X, 4.5) / 2.\n"
+        "h(X, f_max(X, 4.5) / 2) :- a(X).\n"
+        "t(X) :- a(X), f_min(X, 4.5) / 2 == 1.\n"
+        "n(X, Y) :- a(X), Y := f_min(f_max(X, 2.5), 5) / 2.\n"
+        "u(X) :- a(X), not b(f_min(X, 4.5) / 2).\n"
+        "c(Z, count<X>) :- a(X), Z := f_min(X, 4.5) / 2.\n")
+    facts = {"a": [(1,), (3,), (4,), (7,), (9,)], "b": [(1,), (3.5,)]}
+    want = psn.evaluate(program, facts)
+    got = evaluate_spark(program, facts, session=spark)
+    assert _typed(got) == _typed(want)
+    assert got["q"] == {(1, 0), (3, 1), (4, 2), (7, 2.25), (9, 2.25)}
+    assert {type(y) for _, y in got["q"]} == {int, float}
+
+
+def test_aggregates_over_integers_and_floats_keep_each_group_kind(spark):
+    """``min``/``max`` take the kind of the value they pick and ``sum`` is an integer
+    unless a float is summed, group by group; Spark gave ``7.0`` for a group of integers
+    once the relation held a float anywhere. A key that is an integer in one assignment
+    and a float in another is one group, as in Python."""
+    program = psn.parse("lo(G, min<X>) :- a(G, X).\nhi(G, max<X>) :- a(G, X).\n"
+                        "s(G, sum<X>) :- a(G, X).\nv(G, avg<X>) :- a(G, X).\n"
+                        "c(G, count<X>) :- a(G, X).\nk(X, count<G>) :- a(G, X).\n")
+    facts = {"a": [(1, 7), (1, 9), (2, 3), (2, 2.5), (3, 4.5), (3, 4), (4, 1.5),
+                   (5, 2**61), (5, 2**61 + 1), (6, 3.0)]}
+    want = psn.evaluate(program, facts)
+    got = evaluate_spark(program, facts, session=spark)
+    assert _typed(got) == _typed(want)
+    assert (1, 7) in got["lo"] and type(dict(got["lo"])[1]) is int
+    assert dict(got["s"])[5] == 2**62 + 1 and type(dict(got["s"])[2]) is float
+    assert dict(got["k"])[3] == 2  # 3 (group 2) and 3.0 (group 6) are one key
+
+
+def test_a_variable_keeps_its_first_binding_and_equality_is_exact(spark):
+    """A variable bound by two atoms keeps the value (and kind) of the one that binds it
+    first, as Python's plan does; Spark cast both to a float. An integer equals a float
+    only where they are equal as numbers: Spark compared them as floats, so ``2**53 + 1``
+    equalled ``2.0**53``."""
+    program = psn.parse("q(X, Y) :- a(X), b(X), Y := X / 2.\n"
+                        "j(X) :- big(X), fl(X).\n"
+                        "e(X) :- big(X), X == 9007199254740992.0.\n"
+                        "k(X) :- big(X), not fl(X).\n"
+                        "m(X) :- pair(X, X).\n")
+    facts = {"a": [(3,), (5.0,)], "b": [(3.0,), (5,)], "big": [(2**53 + 1,), (2**53,)],
+             "fl": [(2.0**53,)], "pair": [(2**53 + 1, 2.0**53), (4, 4.0)]}
+    want = psn.evaluate(program, facts)
+    got = evaluate_spark(program, facts, session=spark)
+    assert _typed(got) == _typed(want)
+    assert _typed(got)["q"] == {(("int", 3), ("int", 1)), (("float", 5.0), ("float", 2.5))}
+    assert got["j"] == got["e"] == {(2**53,)} and got["k"] == {(2**53 + 1,)}

@@ -15,6 +15,11 @@ expressions: they fail the Spark job only if a row reaches them, exactly when Py
 raise; :class:`ErrorTable` maps them back to :class:`~ndlog.errors.EvaluationError` with the
 term's position.
 
+A term whose kind depends on the row (``f_min(X, 4.5)`` is ``X``, an integer, where ``X <=
+4.5``, and the float ``4.5`` elsewhere) has no one column type: compiling it raises
+:class:`Split`, and the caller splits its frame by the condition and compiles each part
+with the term replaced by the argument it is there, so every value keeps Python's kind.
+
 Deliberately not here: join planning and the fixpoint (:mod:`psn.batch.spark`).
 """
 
@@ -26,8 +31,8 @@ from ndlog import ast as A
 from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
-__all__ = ["ErrorTable", "var_column", "compile_term", "compile_compare", "cast",
-           "MARKER"]
+__all__ = ["ErrorTable", "Split", "var_column", "compile_term", "compile_compare", "cast",
+           "equal", "MARKER"]
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
@@ -66,23 +71,58 @@ class ErrorTable:
         return EvaluationError(message, span, self.source)
 
 
+class Split(Exception):
+    """Compiling met a term whose kind depends on the row: ``f_min``/``f_max`` of an integer
+    and a float is the integer in some rows and the float in others.
+
+    A column has one type, so the caller splits its frame in two: the rows where
+    ``cond`` holds, where ``node`` is ``first`` (its first argument, kind and all), and the
+    others, where it is ``second``; it then compiles again with ``node`` replaced by the
+    argument it is in each (the ``subst`` of :func:`compile_term`).
+    """
+
+    def __init__(self, node: A.Term, cond, first: A.Term, second: A.Term):
+        super().__init__(node)
+        self.node, self.cond, self.first, self.second = node, cond, first, second
+
+
 def cast(col, k):
     """``col`` as stored for kind ``k``."""
     return col.cast(K.storage(k))
 
 
+def equal(a, ka, b, kb):
+    """A boolean Column: ``a`` (of kind ``ka``) equals ``b`` (of kind ``kb``) as in Python,
+    where kinds unify (a caller tests that). An integer equals a float only where the
+    float is a whole number within 64 bits equal to it as an integer: a cast of the
+    integer to a float would round integers beyond 2^53, and make ``2**53 + 1`` equal
+    ``2.0**53``. That cast's equality is kept as a first conjunct, which Spark can join
+    on by hashing."""
+    if {ka, kb} != {K.LONG, K.DOUBLE}:
+        u = K.unify(ka, kb)
+        return cast(a, u) == cast(b, u)
+    from pyspark.sql import functions as F
+    i, d = (a, b) if ka == K.LONG else (b, a)
+    inside = (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
+    return (i.cast("double") == d) & F.when(inside, d.cast("long") == i) \
+        .otherwise(F.lit(False))
+
+
 class _Compiler:
     """Compile terms over a frame whose variables have the kinds in ``kinds``."""
 
-    def __init__(self, kinds: dict[str, object], errors: ErrorTable):
+    def __init__(self, kinds: dict[str, object], errors: ErrorTable, subst=None):
         from pyspark.sql import functions as F
         self.F = F
         self.kinds = kinds
         self.errors = errors
+        self.subst = subst or {}
 
     # -- terms ---------------------------------------------------------------------------
     def term(self, t: A.Term):
         F = self.F
+        if id(t) in self.subst:
+            return self.term(self.subst[id(t)])
         if isinstance(t, A.Var):
             return F.col(var_column(t.name)), self.kinds[t.name]
         if isinstance(t, A.Const):
@@ -250,20 +290,24 @@ class _Compiler:
                                      .otherwise(F.abs(x[0]))), x[1]
         return self.F.abs(x[0]), x[1]
 
-    def _extreme(self, t, a, b, fn):
+    def _extreme(self, t, a, b, fn, first_wins):
         k = K.unify(a[1], b[1])
         if k is None or k == K.NULL:
             return self._bad(f"{t.name} cannot compare {K.describe(a[1])} and "
                              f"{K.describe(b[1])}", t.span)
+        kinds = (a[1], b[1])
         a, b = cast(a[0], k), cast(b[0], k)
         # Python's f_min(a, b) is ``a if a <= b else b``: the second value beside a nan
+        if kinds[0] != kinds[1] and all(map(K.is_number, kinds)):  # integer and float:
+            # which the result is depends on the row
+            raise Split(t, self._nan(k, a, b, self.F.lit(False), first_wins(a, b)), *t.args)
         return self._nan(k, a, b, b, fn(a, b)), k
 
     def _f_min(self, t, a, b):
-        return self._extreme(t, a, b, self.F.least)
+        return self._extreme(t, a, b, self.F.least, lambda x, y: x <= y)
 
     def _f_max(self, t, a, b):
-        return self._extreme(t, a, b, self.F.greatest)
+        return self._extreme(t, a, b, self.F.greatest, lambda x, y: x >= y)
 
     # -- comparisons ---------------------------------------------------------------------
     def compare(self, lit: A.Compare):
@@ -273,9 +317,9 @@ class _Compiler:
         if lit.op in ("==", "=", "!="):
             if k is None:  # values of different kinds are never equal
                 return F.lit(lit.op == "!=")
+            same = equal(a, ka, b, kb)
             a, b = cast(a, k), cast(b, k)
-            test = (a != b) if lit.op == "!=" else (a == b)
-            return self._nan(k, a, b, F.lit(lit.op == "!="), test)
+            return self._nan(k, a, b, F.lit(lit.op == "!="), ~same if lit.op == "!=" else same)
         if k is None:
             return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
                                     f"{K.describe(kb)}", lit.span).isNull()
@@ -294,18 +338,27 @@ class _Compiler:
         return F.when(F.isnan(a) | F.isnan(b), if_nan).otherwise(otherwise)
 
 
-def compile_term(term: A.Term, kinds: dict, errors: ErrorTable):
+def compile_term(term: A.Term, kinds: dict, errors: ErrorTable, subst=None):
     """``(Column, kind)`` computing ``term`` over a frame with variable kinds ``kinds``.
+
+    ``subst`` maps ``id(node)`` of subterms to the term they are in the frame's rows (an
+    argument chosen by a :class:`Split`).
+
+    Raises
+    ------
+    Split
+        Where a subterm not in ``subst`` has a kind that depends on the row.
 
     Notes
     -----
     Same semantics as :func:`ndlog.expr.compile_term` (docs/language.md, "Builtins");
     values whose kinds Python would reject at run time compile to ``raise_error``.
     """
-    return _Compiler(kinds, errors).term(term)
+    return _Compiler(kinds, errors, subst).term(term)
 
 
-def compile_compare(lit: A.Compare, kinds: dict, errors: ErrorTable):
+def compile_compare(lit: A.Compare, kinds: dict, errors: ErrorTable, subst=None):
     """A boolean Column testing ``lit`` (same semantics as
-    :func:`ndlog.expr.compile_compare`)."""
-    return _Compiler(kinds, errors).compare(lit)
+    :func:`ndlog.expr.compile_compare`; ``subst`` and :class:`Split` as in
+    :func:`compile_term`)."""
+    return _Compiler(kinds, errors, subst).compare(lit)

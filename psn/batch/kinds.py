@@ -19,7 +19,9 @@ kind                NDlog values           Spark storage type
 ``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list
 (``NullType`` casts to every type, so ``nil`` in a column of lists of lists casts too; a
 ``StringType`` did not cast to an array type).
-Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python). A list
+Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python): the kind
+of a list holding both (its integers are held as floats). A single value keeps its kind:
+:mod:`psn.batch.spark` splits rows by kind where a value's kind depends on the row. A list
 whose elements mix numbers, strings or lists of different kinds (``[1, a]``) has no kind:
 the Spark reference rejects it with :class:`~ndlog.errors.InputError` (documented limit).
 

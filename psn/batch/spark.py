@@ -22,6 +22,12 @@ How a program becomes Spark jobs:
   and ``avg<...>``: the exactly rounded float sum (:func:`math.fsum`) and the correctly
   rounded integer average, which Spark's own ``sum`` and division do not give (a float sum
   there depends on the order of the rows).
+- A value keeps the kind Python gives it, row by row: where a term's kind depends on the
+  row (``f_min(X, 4.5)``), a frame is split by the condition that decides it
+  (:class:`~psn.batch.columns.Split`); an aggregate over integers and floats flags each
+  row's kind and splits its result by the flags; a variable that two atoms bind keeps
+  the first one's value, and an integer equals a float only where they are equal as
+  numbers (:func:`~psn.batch.columns.equal`).
 - A recursive stratum iterates: every rule with a delta on each of its recursive atoms, union,
   ``distinct``, minus the relation, then the lineage is cut with ``localCheckpoint`` (eager)
   every round (caching alone lets the plan grow without bound). A pruned
@@ -46,7 +52,8 @@ from ndlog.errors import EvaluationError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
-from .columns import ErrorTable, cast, compile_compare, compile_term, var_column
+from .columns import (ErrorTable, Split, cast, compile_compare, compile_term, equal,
+                      var_column)
 
 __all__ = ["evaluate_spark", "SparkStats"]
 
@@ -433,8 +440,9 @@ class _Run:
                 frame = guard(frame)
             if frame is None:
                 continue
-            sig, df = self._head(rule, frame)
-            pending.setdefault(rule.head.pred, {}).setdefault(sig, []).append(df)
+            for part in _settled(frame, rule.head.args, self.errors):
+                sig, df = self._head(rule, part)
+                pending.setdefault(rule.head.pred, {}).setdefault(sig, []).append(df)
 
     def _sources(self, rule: A.Rule, delta):
         """Per body atom, the list of (signature, DataFrame) it reads."""
@@ -452,14 +460,12 @@ class _Run:
         indexes = sorted(sources)
         first = delta[0] if delta is not None else None
         for combo in itertools.product(*[sources[i] for i in indexes]):
-            frame = _Planner(self, rule, dict(zip(indexes, combo))).plan(first)
-            if frame is not None:
-                yield frame
+            yield from _Planner(self, rule, dict(zip(indexes, combo))).plan(first)
 
     def _head(self, rule: A.Rule, frame: "_Frame"):
         cols, sig = [], []
         for i, t in enumerate(rule.head.args):
-            c, k = compile_term(t, frame.kinds, self.errors)
+            c, k = compile_term(t, frame.kinds, self.errors, frame.subst)
             cols.append(cast(c, k).alias(f"c{i}"))
             sig.append(k)
         if not cols:
@@ -490,46 +496,51 @@ class _Run:
                 new, old = cast(F.col(var_column(h)), k), cast(F.col(var_column(b)), k)
                 ok = (new > old) if func == "min" else (new < old)
                 df = df.filter(F.when(ok, F.lit(True)).otherwise(fail.isNull()))
-            return _Frame(df, frame.kinds)
+            return _Frame(df, frame.kinds, frame.subst)
         return guard
 
     def _aggregate(self, rule: A.Rule) -> dict[tuple, list]:
         """Head tuples of an aggregate rule: group the distinct assignments of the body's
-        variables by the non-aggregate head arguments (ndlog.reference semantics)."""
+        variables by the non-aggregate head arguments (ndlog.reference semantics).
+
+        Assignments whose group keys can be equal (their kinds unify: ``1`` and ``1.0``)
+        are grouped together (:meth:`_group`)."""
         F = self.F
         names = rule.body_var_names
-        by_group: dict[tuple, list] = {}
-        for frame in self._assignments(rule, names):
-            df = frame.df
-            keys, group_sig, aggs = [], [], []
+        parts = []
+        key_terms = [t for t in rule.head.args if not isinstance(t, A.Aggregate)]
+        for frame in (part for whole in self._assignments(rule, names)
+                      for part in _settled(whole, key_terms, self.errors)):
+            keys, key_kinds, aggs = [], {}, []
             for i, t in enumerate(rule.head.args):
-                if isinstance(t, A.Aggregate):
-                    k = K.LONG if t.var is None else frame.kinds[t.var.name]
-                    c = F.lit(1).cast("long") if t.var is None else F.col(var_column(t.var.name))
-                    aggs.append((i, t, c, k))
+                if isinstance(t, A.Aggregate):  # count reads no value
+                    counted = t.var is None or t.func == "count"
+                    k = K.LONG if counted else frame.kinds[t.var.name]
+                    c = F.lit(1).cast("long") if counted else F.col(var_column(t.var.name))
+                    aggs.append((c, k))
                 else:
-                    c, k = compile_term(t, frame.kinds, self.errors)
+                    c, k = compile_term(t, frame.kinds, self.errors, frame.subst)
                     keys.append(cast(c, k).alias(f"c{i}"))
-                    group_sig.append((i, k))
-            agg_kinds = [k for (_, _, _, k) in aggs]
-            cols = keys + [c.alias(f"a{j}") for j, (_, _, c, _) in enumerate(aggs)]
-            by_group.setdefault(tuple(group_sig), []).append((df.select(*cols), agg_kinds))
+                    key_kinds[i] = k
+            cols = keys + [c.alias(f"a{j}") for j, (c, _) in enumerate(aggs)]
+            parts.append((frame.df.select(*cols), key_kinds, [k for _, k in aggs]))
         out: dict[tuple, list] = {}
-        for group_sig, parts in by_group.items():
-            sig, df = self._group(rule, group_sig, parts)
-            out.setdefault(sig, []).append(df)
+        for _, members in _unifiable(parts, lambda part: dict(part[1])):
+            for sig, df in self._group(rule, members):
+                out.setdefault(sig, []).append(df)
         return out
 
     def _assignments(self, rule: A.Rule, names: tuple[str, ...]) -> list["_Frame"]:
         """The distinct satisfying assignments of the body's variables ``names``, as
-        frames of one column per variable.
+        frames of one column per variable, each value of the kind Python gives it.
 
         The body's frames (one per combination of its atoms' signatures) can hold equal
         assignments: ``1`` in one and ``1.0`` in another, and without variables, the one
-        empty assignment in each. Python counts them once, so the frames whose variables'
-        kinds unify are cast to the unified kinds and made distinct together (frames
-        whose kinds do not unify hold no equal assignment); a body without variables has
-        one assignment however many frames match."""
+        empty assignment in each. Python counts them once, so among frames whose
+        variables' kinds unify (the others hold no equal assignment), a frame keeps only
+        the assignments that no frame before it holds (integers before floats: which of
+        two equal assignments Python keeps depends on its order of work); a body without
+        variables has one assignment however many frames match."""
         F = self.F
         clusters = _unifiable(self._frames(rule, None),
                               lambda frame: {n: frame.kinds[n] for n in names})
@@ -538,18 +549,55 @@ class _Run:
                 return []
             unit = [f.df.select(F.lit(0).alias("_unit")) for f in clusters[0][1]]
             return [_Frame(_union(unit).limit(1), {})]
-        out = []
+        out: list[_Frame] = []
         for kinds, members in clusters:
-            cols = [var_column(n) for n in names]
-            dfs = [f.df.select(*[cast(F.col(c), kinds[n]).alias(c)
-                                 for n, c in zip(names, cols)]) for f in members]
-            out.append(_Frame(_union(dfs).distinct(), kinds))
+            mixed = [n for n in names if _mixes({f.kinds[n] for f in members})]
+            if not mixed:
+                dfs = [f.df.select(*[cast(F.col(var_column(n)), kinds[n]).alias(var_column(n))
+                                     for n in names]) for f in members]
+                out.append(_Frame(_union(dfs).distinct(), kinds))
+                continue
+            out += self._distinct_by_kind(members, names, kinds, mixed)
         return out
 
-    def _sum_or_avg(self, rule: A.Rule, agg: A.Aggregate, c, k):
+    def _distinct_by_kind(self, members: list, names, kinds: dict, mixed: list):
+        """The distinct assignments of frames ``members`` whose variables ``mixed`` are
+        integers in some and floats in others, each kept with the kinds of one of its
+        equal assignments (``(1, 2.0)`` or ``(1.0, 2)``, integers first): the frames are
+        grouped by exact number keys (:func:`_number_key`) and split by kind."""
+        F = self.F
+        dfs = []
+        for f in members:
+            cols = []
+            for n in names:
+                c = F.col(var_column(n))
+                if n not in mixed:
+                    cols.append(cast(c, kinds[n]).alias(var_column(n)))
+                    continue
+                whole, fraction, flag = _number_key(c, f.kinds[n])
+                cols += [whole.alias(f"_ki_{var_column(n)}"),
+                         fraction.alias(f"_kd_{var_column(n)}"),
+                         flag.alias(f"_kf_{var_column(n)}")]
+            dfs.append(f.df.select(*cols))
+        by = [var_column(n) for n in names if n not in mixed]
+        by += [f"_k{x}_{var_column(n)}" for n in mixed for x in "id"]
+        pick = F.min(F.struct(*[F.col(f"_kf_{var_column(n)}").alias(f"f{i}")
+                                for i, n in enumerate(mixed)])).alias("_pick")
+        df = _union(dfs).groupBy(*by).agg(pick)
+        choices = []
+        for n in names:
+            c = var_column(n)
+            choices.append((kinds[n], F.col(c)) if n not in mixed else (
+                F.col("_pick")[f"f{mixed.index(n)}"], F.col(f"_ki_{c}"),
+                F.coalesce(F.col(f"_kd_{c}"), F.col(f"_ki_{c}").cast("double"))))
+        return [_Frame(part, dict(zip(names, sig)))
+                for sig, part in self._by_flags(df, choices, [var_column(n) for n in names])]
+
+    def _sum_or_avg(self, rule: A.Rule, agg: A.Aggregate, c, k, when=None):
         """``(Column, kind)`` of ``sum<...>`` or ``avg<...>`` over the numbers ``c`` of kind
         ``k``, exactly as :func:`ndlog.builtins.aggregate_value` computes them, whatever
-        order Spark meets the rows in.
+        order Spark meets the rows in. An integer sum beyond 64 bits fails only in groups
+        where ``when`` holds (all of them by default).
 
         Integers are summed exactly as ``decimal(38, 0)`` (a sum beyond 64 bits is an error:
         the Spark reference holds 64-bit integers) and their average is Python's correctly
@@ -574,6 +622,8 @@ class _Run:
         too_large = self.errors.fail(
             f"sum<...> in rule {rule.name} exceeds 64 bits; the Spark reference holds "
             "64-bit integers (use --engine python)", agg.span)
+        if when is not None:
+            fits = fits | ~when
         return F.when(fits, total.cast("long")).otherwise(too_large.cast("long")), K.LONG
 
     def _float_sum(self):
@@ -586,47 +636,182 @@ class _Run:
             self._ratio = _int_ratio_udf()
         return self._ratio
 
-    def _group(self, rule: A.Rule, group_sig: tuple, parts: list):
+    def _group(self, rule: A.Rule, parts: list) -> list[tuple[tuple, object]]:
+        """Aggregate ``parts`` (``(DataFrame, key kinds, aggregate kinds)`` whose key kinds
+        unify) into ``(signature, DataFrame)`` sub-relations.
+
+        Where one position holds integers in some parts and floats in others, a group's
+        value there has the kind Python gives it: a key is an integer if some assignment of
+        the group has it as one (``1`` and ``1.0`` are one group; which Python keeps depends
+        on its order of work), ``min``/``max`` take the kind of the value they pick
+        (integers first among equal ones), ``sum`` is an integer unless a float is summed.
+        Such positions carry a flag per row (0 for an integer), and the result is split by
+        the flags into sub-relations."""
         F = self.F
         aggs = rule.head.aggregates
-        kinds = []
-        for j, (_, agg) in enumerate(aggs):
-            k = K.NULL
-            for _, agg_kinds in parts:
-                u = K.unify(k, agg_kinds[j])
-                if u is None:
-                    raise EvaluationError(
-                        f"{agg.func}<...> in rule {rule.name} over values of different kinds "
-                        f"({K.describe(k)} and {K.describe(agg_kinds[j])})", agg.span,
-                        self.program.source)
-                k = u
-            kinds.append(k)
-        key_cols = [f"c{i}" for i, _ in group_sig]
-        dfs = [df.select(*key_cols, *[cast(F.col(f"a{j}"), k).alias(f"a{j}")
-                                      for j, k in enumerate(kinds)]) for df, _ in parts]
-        df = _union(dfs)
-        exprs, out_kinds = [], {}
-        for j, ((i, agg), k) in enumerate(zip(aggs, kinds)):
-            c = F.col(f"a{j}")
-            if agg.func in ("min", "max"):
-                e, ok = (F.min(c) if agg.func == "min" else F.max(c)), k
-            elif agg.func == "count":
-                e, ok = F.count(F.lit(1)).cast("long"), K.LONG
-            elif not K.is_number(k):
-                e = self.errors.fail(f"{agg.func}<...> in rule {rule.name} over values that "
-                                     f"cannot be added: {K.describe(k)}s", agg.span)
-                e, ok = F.first(e.cast("long")), K.LONG
-            else:
-                e, ok = self._sum_or_avg(rule, agg, c, k)
-            exprs.append(cast(e, ok).alias(f"c{i}"))
-            out_kinds[i] = ok
-        grouped = df.groupBy(*key_cols) if key_cols else \
-            df.withColumn("_g", F.lit(0)).groupBy("_g")
+        keys = {i: [kinds[i] for _, kinds, _ in parts] for i in parts[0][1]}
+        values = [[kinds[j] for _, _, kinds in parts] for j in range(len(aggs))]
+        unified = {i: _unify_all(ks) for i, ks in keys.items()}
+        value_kinds = [self._aggregated_kind(rule, agg, ks)
+                       for (_, agg), ks in zip(aggs, values)]
+        mixed_keys = [i for i, ks in keys.items() if _mixes(ks)]
+        mixed = [j for j, ks in enumerate(values) if _mixes(ks)]
+        df = _union([self._group_columns(part, unified, mixed_keys, value_kinds, mixed)
+                     for part in parts])
+        by = [f"c{i}" for i in keys if i not in mixed_keys]
+        by += [c for i in mixed_keys for c in (f"_ki{i}", f"_kd{i}")]
+        grouped = df.groupBy(*by) if by else df.withColumn("_g", F.lit(0)).groupBy("_g")
+        exprs = [F.min(f"_kf{i}").alias(f"_kf{i}") for i in mixed_keys]
+        choices = {}  # position -> (kind, column) or (flag, integer column, float column)
+        for i in keys:
+            choices[i] = (unified[i], F.col(f"c{i}")) if i not in mixed_keys else (
+                F.col(f"_kf{i}"), F.col(f"_ki{i}"),
+                F.coalesce(F.col(f"_kd{i}"), F.col(f"_ki{i}").cast("double")))
+        for j, ((i, agg), k) in enumerate(zip(aggs, value_kinds)):
+            made, choices[i] = self._aggregated(rule, agg, j, k, j in mixed)
+            exprs += made
         result = grouped.agg(*exprs)
         arity = rule.head.arity
-        sig_of = dict(group_sig) | out_kinds
-        sig = tuple(sig_of[i] for i in range(arity))
-        return sig, result.select(*_cols(arity))
+        return self._by_flags(result, [choices[i] for i in range(arity)], _cols(arity))
+
+    def _by_flags(self, df, choices: list, names: list) -> list[tuple[tuple, object]]:
+        """:func:`_by_flags` over the combinations of flags that ``df`` holds. Where a
+        position has a flag, ``df`` is checkpointed first (one job), so that its parts
+        share one computation and later plans stay small, and a second job lists the
+        combinations."""
+        flags = [choice[0].alias(f"_b{i}") for i, choice in enumerate(choices)
+                 if len(choice) == 3]
+        if not flags:
+            return _by_flags(df, choices, names, [()])
+        df = df.localCheckpoint(eager=True)
+        seen = sorted(tuple(row) for row in df.select(*flags).distinct().collect())
+        return _by_flags(df, choices, names, seen)
+
+    def _aggregated_kind(self, rule: A.Rule, agg: A.Aggregate, kinds: list):
+        """The kind that holds every aggregated value, or the error of values that mix
+        kinds no column holds."""
+        k = K.NULL
+        for other in kinds:
+            u = K.unify(k, other)
+            if u is None:
+                raise EvaluationError(
+                    f"{agg.func}<...> in rule {rule.name} over values of different kinds "
+                    f"({K.describe(k)} and {K.describe(other)})", agg.span,
+                    self.program.source)
+            k = u
+        return k
+
+    def _group_columns(self, part, unified: dict, mixed_keys: list, value_kinds: list,
+                       mixed: list):
+        """One part's columns for :meth:`_group`: keys and values cast to their unified
+        kinds, and where a position mixes integers and floats, the value as an integer
+        and as a float and a flag (0 for an integer); a key is grouped by ``_ki`` (the
+        integer, or the float where it is a whole number within 64 bits) and ``_kd`` (the
+        other floats), so equal keys meet exactly (:func:`_number_key`)."""
+        F = self.F
+        df, key_kinds, agg_kinds = part
+        cols = []
+        for i, k in key_kinds.items():
+            c = F.col(f"c{i}")
+            if i not in mixed_keys:
+                cols.append(cast(c, unified[i]).alias(f"c{i}"))
+                continue
+            whole, fraction, flag = _number_key(c, k)
+            cols += [whole.alias(f"_ki{i}"), fraction.alias(f"_kd{i}"), flag.alias(f"_kf{i}")]
+        for j, (k, u) in enumerate(zip(agg_kinds, value_kinds)):
+            c = F.col(f"a{j}")
+            if j not in mixed:
+                cols.append(cast(c, u).alias(f"a{j}"))
+                continue
+            integer = c if k == K.LONG else F.lit(None).cast("long")
+            cols += [c.cast("double").alias(f"a{j}"), integer.alias(f"_al{j}"),
+                     F.lit(int(k != K.LONG)).alias(f"_af{j}")]
+        return df.select(*cols)
+
+    def _aggregated(self, rule: A.Rule, agg: A.Aggregate, j: int, k, mixed: bool):
+        """The aggregate expressions of value ``j`` and how to read its result: ``(kind,
+        column)``, or where integers and floats mix, ``(flag, integer, float)``."""
+        F = self.F
+        c = F.col(f"a{j}")
+        if agg.func == "count":
+            return [F.count(F.lit(1)).alias(f"_v{j}")], (K.LONG, F.col(f"_v{j}"))
+        if agg.func in ("min", "max") and mixed:
+            # the least (greatest) value, integers first among equals
+            flag = F.col(f"_af{j}") if agg.func == "min" else 1 - F.col(f"_af{j}")
+            best = F.struct(c.alias("d"), flag.alias("f"), F.col(f"_al{j}").alias("l"))
+            s = F.col(f"_s{j}")
+            read = s["f"] if agg.func == "min" else 1 - s["f"]
+            return [(F.min if agg.func == "min" else F.max)(best).alias(f"_s{j}")], \
+                (read, s["l"], s["d"])
+        if agg.func in ("min", "max"):
+            return [(F.min(c) if agg.func == "min" else F.max(c)).alias(f"_v{j}")], \
+                (k, F.col(f"_v{j}"))
+        if not K.is_number(k):
+            e = self.errors.fail(f"{agg.func}<...> in rule {rule.name} over values that "
+                                 f"cannot be added: {K.describe(k)}s", agg.span)
+            return [F.first(e.cast("long")).alias(f"_v{j}")], (K.LONG, F.col(f"_v{j}"))
+        if not mixed:
+            e, ok = self._sum_or_avg(rule, agg, c, k)
+            return [cast(e, ok).alias(f"_v{j}")], (ok, F.col(f"_v{j}"))
+        # integers and floats: an integer sum where no float is summed (Python's rule)
+        floats = F.max(f"_af{j}")
+        whole, _ = self._sum_or_avg(rule, agg, F.col(f"_al{j}"), K.LONG, when=floats == 0)
+        fractional, _ = self._sum_or_avg(rule, agg, c, K.DOUBLE)
+        if agg.func == "avg":
+            return [F.when(floats == 0, whole).otherwise(fractional).alias(f"_v{j}")], \
+                (K.DOUBLE, F.col(f"_v{j}"))
+        return [floats.alias(f"_f{j}"), whole.alias(f"_i{j}"), fractional.alias(f"_d{j}")], \
+            (F.col(f"_f{j}"), F.col(f"_i{j}"), F.col(f"_d{j}"))
+
+
+def _unify_all(kinds):
+    """The kind holding values of every kind of ``kinds`` (which unify)."""
+    out = K.NULL
+    for k in kinds:
+        out = K.unify(out, k)
+    return out
+
+
+def _mixes(kinds) -> bool:
+    """Whether a position holds integers in some parts and floats in others."""
+    return K.LONG in kinds and K.DOUBLE in kinds
+
+
+def _number_key(c, k):
+    """``(integer, float, flag)`` columns of a number ``c`` of kind ``k`` that group equal
+    integers and floats together exactly: the integer, or the float where it is a whole
+    number within 64 bits (else null); the other floats (else null); 0 for an integer,
+    1 for a float."""
+    from pyspark.sql import functions as F
+    if k == K.LONG:
+        return c, F.lit(None).cast("double"), F.lit(0)
+    c = c.cast("double")
+    inside = (c >= -float(_LONG_LIMIT)) & (c < float(_LONG_LIMIT))
+    whole = F.when(inside, c.cast("long").cast("double") == c).otherwise(F.lit(False))
+    return F.when(whole, c.cast("long")), F.when(~whole, c), F.lit(1)
+
+
+def _by_flags(df, choices: list, names: list, combinations) -> list[tuple[tuple, object]]:
+    """``df`` as ``(signature, DataFrame)`` parts of columns ``names``, one per
+    combination of the flags in ``choices`` (a position's ``(kind, column)``, or
+    ``(flag, integer column, float column)`` with flag 0 for an integer) that
+    ``combinations`` lists (tuples of the flags, in position order)."""
+    flagged = [i for i, choice in enumerate(choices) if len(choice) == 3]
+    out = []
+    for bits in combinations:
+        rows = df
+        picked = dict(zip(flagged, bits))
+        cols, sig = [], []
+        for i, choice in enumerate(choices):
+            if i in picked:
+                rows = rows.filter(choice[0] == picked[i])
+                k, c = (K.DOUBLE, choice[2]) if picked[i] else (K.LONG, choice[1])
+            else:
+                k, c = choice
+            cols.append(cast(c, k).alias(names[i]))
+            sig.append(k)
+        out.append((tuple(sig), rows.select(*cols)))
+    return out
 
 
 #: Spark type that sums 64-bit integers exactly (2^63 rows of 2^63 stay below 10^38)
@@ -671,7 +856,7 @@ def _int_ratio_udf():
     from pyspark.sql import functions as F, types as T
 
     def ratio(total, count):
-        return int(total) / count
+        return None if total is None else int(total) / count
 
     return F.udf(ratio, T.DoubleType(), useArrow=False)
 
@@ -711,10 +896,29 @@ def _union(dfs: list):
 
 @dataclass
 class _Frame:
-    """A DataFrame of variable bindings (columns ``v_<name>``) and each variable's kind."""
+    """A DataFrame of variable bindings (columns ``v_<name>``), each variable's kind, and
+    the argument that each term whose kind depends on the row is in these rows
+    (``id(term) -> argument``, see :class:`~psn.batch.columns.Split`)."""
 
     df: object
     kinds: dict
+    subst: dict = field(default_factory=dict)
+
+
+def _settled(frame: _Frame, terms, errors: ErrorTable) -> list[_Frame]:
+    """``frame`` split into parts in each of which every one of ``terms`` has one kind."""
+    try:
+        for t in terms:
+            compile_term(t, frame.kinds, errors, frame.subst)
+    except Split as split:
+        return [p for part in _split(frame, split) for p in _settled(part, terms, errors)]
+    return [frame]
+
+
+def _split(frame: _Frame, split: Split) -> list[_Frame]:
+    """The rows of ``frame`` where ``split.node`` is its first argument, and the others."""
+    return [_Frame(frame.df.filter(cond), frame.kinds, {**frame.subst, id(split.node): arg})
+            for cond, arg in ((split.cond, split.first), (~split.cond, split.second))]
 
 
 class _Planner:
@@ -722,7 +926,8 @@ class _Planner:
 
     Like :func:`ndlog.reference.compile_body`: start from the delta atom (if any), run every
     comparison and assignment as soon as its variables are bound, and join next the atom
-    sharing the most bound variables (ties: body order). Returns ``None`` when the
+    sharing the most bound variables (ties: body order). :meth:`plan` returns the frames
+    (more than one where a term's kind depends on the row, :func:`_split`), none when the
     combination cannot match (a constant or shared variable of an incompatible kind)."""
 
     def __init__(self, run: _Run, rule: A.Rule, combo: dict):
@@ -732,7 +937,7 @@ class _Planner:
         self.combo = combo
         self.synthetic = 0
 
-    def plan(self, first: int | None):
+    def plan(self, first: int | None) -> list[_Frame]:
         rule = self.rule
         remaining = list(range(len(rule.body)))
         extra: list[A.Compare] = []
@@ -743,9 +948,17 @@ class _Planner:
             frame = self._join(frame, first, extra)
             remaining.remove(first)
             if frame is None:
-                return None
+                return []
+        return self._complete(frame, remaining, extra)
+
+    def _complete(self, frame, remaining: list, extra: list) -> list[_Frame]:
+        rule = self.rule
         while True:
-            frame, remaining, extra = self._literals(frame, remaining, extra)
+            frames, remaining, extra = self._literals(frame, remaining, extra)
+            if len(frames) > 1:
+                return [f for part in frames
+                        for f in self._complete(part, list(remaining), list(extra))]
+            frame = frames[0]
             atoms = [i for i in remaining if isinstance(rule.body[i], A.Atom)]
             if not atoms:
                 break
@@ -754,36 +967,41 @@ class _Planner:
             frame = self._join(frame, best, extra)
             remaining.remove(best)
             if frame is None:
-                return None
+                return []
         if remaining or extra:
             lit = rule.body[remaining[0]] if remaining else extra[0]
             raise NDlogSemanticError(
                 f"rule {rule.name}: this literal uses variables that nothing binds",
                 lit.span, self.run.program.source)
-        return frame
+        return [frame]
 
     def _literals(self, frame, remaining, extra):
-        """Apply every ready comparison or assignment, repeatedly."""
+        """Apply every ready comparison or assignment, repeatedly; at a literal with a term
+        whose kind depends on the row, stop and return the frame's parts (:func:`_split`),
+        with that literal still to apply."""
         if frame is None:
-            return frame, remaining, extra
+            return [frame], remaining, extra
         progressed = True
-        while progressed:
-            progressed = False
-            for lit in list(extra):
-                if _ready(lit.left, frame.kinds) and _ready(lit.right, frame.kinds):
-                    frame = self._filter(frame, lit)
-                    extra.remove(lit)
-                    progressed = True
-            for idx in list(remaining):
-                lit = self.rule.body[idx]
-                if isinstance(lit, A.Atom):
-                    continue
-                made = self._nonatom(frame, lit)
-                if made is not None:
-                    frame = made
-                    remaining.remove(idx)
-                    progressed = True
-        return frame, remaining, extra
+        try:
+            while progressed:
+                progressed = False
+                for lit in list(extra):
+                    if _ready(lit.left, frame.kinds) and _ready(lit.right, frame.kinds):
+                        frame = self._filter(frame, lit)
+                        extra.remove(lit)
+                        progressed = True
+                for idx in list(remaining):
+                    lit = self.rule.body[idx]
+                    if isinstance(lit, A.Atom):
+                        continue
+                    made = self._nonatom(frame, lit)
+                    if made is not None:
+                        frame = made
+                        remaining.remove(idx)
+                        progressed = True
+        except Split as split:
+            return _split(frame, split), remaining, extra
+        return [frame], remaining, extra
 
     def _nonatom(self, frame: _Frame, lit):
         kinds = frame.kinds
@@ -825,14 +1043,13 @@ class _Planner:
                 continue
             cond = F.lit(True)
             for i, (t, k) in enumerate(zip(atom.args, sig)):
-                c, tk = compile_term(t, frame.kinds, self.run.errors)
-                u = K.unify(tk, k)
-                if u is None:
+                c, tk = compile_term(t, frame.kinds, self.run.errors, frame.subst)
+                if K.unify(tk, k) is None:
                     break
-                cond = cond & (cast(c, u) == cast(F.col(f"c{i}"), u))
+                cond = cond & equal(c, tk, F.col(f"c{i}"), k)
             else:
                 df = df.join(rel, on=cond, how="left_anti")
-        return _Frame(df, frame.kinds)
+        return _Frame(df, frame.kinds, frame.subst)
 
     def _bind(self, frame: _Frame, name: str, expr: A.Term, lit) -> _Frame:
         """Bind ``name`` to ``expr`` (the assignment ``lit``). A variable that nothing else
@@ -844,13 +1061,13 @@ class _Planner:
         ``isnull`` over an error or a non-nullable column are folded away).
         """
         F = self.F
-        c, k = compile_term(expr, frame.kinds, self.run.errors)
+        c, k = compile_term(expr, frame.kinds, self.run.errors, frame.subst)
         col = var_column(name)
         df = frame.df.withColumn(col, cast(c, k))
         if self._unread(name, lit):
             seen = F.length(F.to_json(F.struct(F.col(col).alias("v"))))
             df = df.filter(F.rand(0) < F.lit(2) + seen * 0)
-        return _Frame(df, {**frame.kinds, name: k})
+        return _Frame(df, {**frame.kinds, name: k}, frame.subst)
 
     def _unread(self, name: str, lit) -> bool:
         """Whether no literal of the rule but ``lit``, nor its head, has variable ``name``."""
@@ -858,8 +1075,8 @@ class _Planner:
         return not any(v.name == name for o in others for v in A.literal_vars(o))
 
     def _filter(self, frame: _Frame, lit: A.Compare) -> _Frame:
-        test = compile_compare(lit, frame.kinds, self.run.errors)
-        return _Frame(frame.df.filter(test), frame.kinds)
+        test = compile_compare(lit, frame.kinds, self.run.errors, frame.subst)
+        return _Frame(frame.df.filter(test), frame.kinds, frame.subst)
 
     def _atom(self, idx: int, extra: list):
         """The atom's tuples as a binding frame, or None if its signature cannot match."""
@@ -877,21 +1094,18 @@ class _Planner:
                 continue
             if isinstance(t, A.Var):
                 if t.name in first_col:
-                    u = K.unify(kinds[t.name], k)
-                    if u is None:
+                    if K.unify(kinds[t.name], k) is None:
                         return None
-                    conds.append(cast(col, u) == cast(F.col(first_col[t.name]), u))
+                    conds.append(equal(col, k, F.col(first_col[t.name]), kinds[t.name]))
                     continue
                 first_col[t.name] = f"c{i}"
                 kinds[t.name] = k
                 select.append(col.alias(var_column(t.name)))
             elif isinstance(t, A.Const):
-                ck = K.kind_of(t.value)
-                u = K.unify(ck, k)
-                if u is None:
+                value, ck = compile_term(t, {}, self.run.errors)
+                if K.unify(ck, k) is None:
                     return None
-                value, _ = compile_term(t, {}, self.run.errors)
-                conds.append(cast(col, u) == cast(value, u))
+                conds.append(equal(col, k, value, ck))
             else:  # an expression argument: compare once its variables are bound
                 self.synthetic += 1
                 name = f"%t{idx}_{self.synthetic}"
@@ -913,21 +1127,27 @@ class _Planner:
         if frame is None:
             return right
         shared = [n for n in right.kinds if n in frame.kinds]
-        left_df, right_df, kinds = frame.df, right.df, {**right.kinds, **frame.kinds}
-        for n in shared:
-            lk, rk = frame.kinds[n], right.kinds[n]
-            if lk == rk:
+        same = [n for n in shared if frame.kinds[n] == right.kinds[n]]
+        right_df, cond = right.df, None
+        for n in shared:  # a variable keeps the value (and kind) it was bound to first
+            if n in same:
                 continue
-            u = K.unify(lk, rk)
-            if u is None:
+            if K.unify(frame.kinds[n], right.kinds[n]) is None:
                 return None
             col = var_column(n)
-            left_df = left_df.withColumn(col, cast(self.F.col(col), u))
-            right_df = right_df.withColumn(col, cast(self.F.col(col), u))
-            kinds[n] = u
-        on = [var_column(n) for n in shared]
-        df = left_df.join(right_df, on=on, how="inner") if on else left_df.crossJoin(right_df)
-        return _Frame(df, kinds)
+            right_df = right_df.withColumnRenamed(col, "r_" + col)
+            test = equal(self.F.col(col), frame.kinds[n], self.F.col("r_" + col),
+                         right.kinds[n])
+            cond = test if cond is None else cond & test
+        if same:
+            df = frame.df.join(right_df, on=[var_column(n) for n in same], how="inner")
+            df = df if cond is None else df.filter(cond)
+        else:
+            df = frame.df.crossJoin(right_df) if cond is None else \
+                frame.df.join(right_df, on=cond, how="inner")
+        if cond is not None:
+            df = df.drop(*["r_" + var_column(n) for n in shared if n not in same])
+        return _Frame(df, {**right.kinds, **frame.kinds}, frame.subst)
 
 
 def _ready(term: A.Term, kinds: dict) -> bool:
