@@ -310,7 +310,9 @@ class Simulation:
         ------
         ndlog.errors.InputError
             For an update that is not one of those forms, or both ``updates`` and
-            ``insert``/``delete``.
+            ``insert``/``delete``; for a burst refused once the ``advance`` wait is done (a
+            deletion of a fact that expired during it), after the wait is recorded as a
+            step of its own (``wait Xs``), so its time and traffic are counted.
         """
         require_at_least("advance (s)", advance, 0, duration=True)
         require_flag(check, "check")
@@ -352,9 +354,16 @@ class Simulation:
         waited = tr.last_done               # the last batch the wait's expiries caused
         t0 = self.clock.now()
         tr.last_done = t0
-        burst, soft = self._burst(step)
-        if burst:
-            self.net.apply(burst)           # a refused burst raises: no expiry changes
+        try:
+            burst, soft = self._burst(step)
+            if burst:
+                self.net.apply(burst)       # a refused burst raises: no expiry changes
+        except InputError:
+            if step.advance:                # the wait is done: its time and traffic count
+                self._record(Step(f"wait {step.advance:g}s"), t0 if first is None else first,
+                             0.0 if first is None else max(waited, first) - first,
+                             wall0, events0, check)
+            raise
         self._expiries(burst, soft)
         self.net.run(heartbeat=heartbeat or self._heartbeat(step.label))
         if first is None:
@@ -364,11 +373,16 @@ class Simulation:
                 tr.last_done > t0 else waited
             sim_time = max(end, first) - first
             t0 = first
-        wall = time.perf_counter() - wall0
+        return self._record(step, t0, sim_time, wall0, events0, check)
+
+    def _record(self, step: Step, start: float, sim_time: float, wall0: float, events0: int,
+                check: bool) -> StepResult:
+        """The finished step's result, measured (and checked), appended to the steps."""
         result = StepResult(
             index=len(self.steps), label=step.label, inserted=step.inserted,
-            deleted=step.deleted, start=t0, sim_time=sim_time, wall_time=wall,
-            events=self.clock.events_run - events0, traffic={})
+            deleted=step.deleted, start=start, sim_time=sim_time,
+            wall_time=time.perf_counter() - wall0, events=self.clock.events_run - events0,
+            traffic={})
         self._measure(result)
         if check:
             result.check, result.diff = self.check()

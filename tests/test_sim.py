@@ -560,3 +560,24 @@ def test_worker_rows_sum_their_nodes_rows(workers):
                 into[k] += v
         assert sums == r.per_worker
         assert r.per_node[0]["tuples"] > 0 and r.per_node[0]["msgs_sent"] > 0
+
+
+def test_a_burst_refused_after_its_wait_leaves_the_wait_recorded():
+    """A step's wait runs before its burst is judged: a deletion of a soft fact that
+    expired during the wait is refused, but the clock has moved and the expiry's traffic
+    was sent. That traffic was counted in no step; the wait is now a step of its own."""
+    import psn
+    program = ("materialize(link, 1, infinity, keys(1,2)).\n"
+               "a1 reach(@S, D) :- link(@S, D).\n"
+               "a2 reach(@S, D) :- link(@S, Z), reach(@Z, D).\n")
+    sim = psn.Simulation(program, "ring", annotation="dred")
+    sim.step(updates=[(1, "link", (0, 1)), (1, "link", (1, 2))])
+    with pytest.raises(InputError, match="cannot delete link"):
+        sim.step(updates=[(-1, "link", (0, 1))], advance=1.5)
+    assert [s.label for s in sim.steps] == ["step", "wait 1.5s"]
+    wait = sim.steps[-1]
+    assert wait.start == 1.0 and wait.sim_time > 0 and sim.clock.now() > 1.5
+    assert not sim.base_facts()
+    sent = sum(s.traffic["bytes_sent"] + s.traffic["local_bytes"] for s in sim.steps)
+    assert wait.traffic["bytes_sent"] + wait.traffic["local_bytes"] > 0
+    assert sent == sim.net.metrics["bytes_sent"]
