@@ -56,7 +56,8 @@ class Placement:
     'n3'
     """
 
-    def __init__(self, workers: int | None = None, mapping: Mapping | None = None):
+    def __init__(self, workers: int | None = None, mapping: Mapping | None = None,
+                 source: str | None = None):
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise InputError(f"the number of workers must be a positive integer, "
@@ -66,6 +67,7 @@ class Placement:
                              f"{type(mapping).__name__}")
         self.workers = workers
         self.mapping = dict(mapping or {})
+        self.source = source            # the map's file, for messages
         self._cache: dict = {}
         if workers is not None:
             for node, w in self.mapping.items():
@@ -93,7 +95,8 @@ class Placement:
         elif self.workers is not None:
             w = stable_hash(node) % self.workers
         elif self.mapping:
-            raise InputError(f"node {node!r} is not in the placement map",
+            where = f" {self.source}" if self.source else ""
+            raise InputError(f"node {node!r} is not in the placement map{where}",
                              hint="map every node, or give a number of workers to place "
                              "the rest by hash")
         else:
@@ -105,10 +108,11 @@ class Placement:
     __call__ = worker_of
 
     def __getstate__(self):
-        return {"workers": self.workers, "mapping": self.mapping}
+        return {"workers": self.workers, "mapping": self.mapping, "source": self.source}
 
     def __setstate__(self, state):
         self.workers, self.mapping, self._cache = state["workers"], state["mapping"], {}
+        self.source = state.get("source")
 
     @classmethod
     def single(cls) -> "Placement":
@@ -183,7 +187,7 @@ def parse_placement(workers: int | str | None, map_file: str | None = None) -> P
         if not mapping:
             raise InputError(f"placement map {map_file} places no node",
                              hint="one 'node worker' pair per line, e.g. '1 w0'")
-    return Placement(n, mapping)
+    return Placement(n, mapping, source=map_file or None)
 
 
 def _atom(text: str):

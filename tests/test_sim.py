@@ -257,6 +257,11 @@ def test_placement_by_node_hash_and_map(tmp_path):
     f.write_text("# node worker\n0 w1\n1 w1\n2, w2\n")
     q = parse_placement(None, str(f))
     assert q.groups([0, 1, 2]) == {"w1": [0, 1], "w2": [2]}
+    with pytest.raises(InputError, match=re.escape(f"node 3 is not in the placement map {f}")):
+        q.worker_of(3)              # the message names the map's file
+    import pickle
+    with pytest.raises(InputError, match=re.escape(f"not in the placement map {f}")):
+        pickle.loads(pickle.dumps(q)).worker_of(3)
     with pytest.raises(InputError):
         parse_placement("many")
 
