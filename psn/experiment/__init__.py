@@ -102,6 +102,10 @@ def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
     path = outdir / "runs.json"
     try:
         saved = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{outdir} holds no runs.json: no run of an experiment wrote there",
+                         hint="run the experiment first (without --report-only), or give "
+                              "the --output of a run") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read {path}: {exc}",
                          hint="run the experiment first (without --report-only)") from None
