@@ -343,3 +343,25 @@ def test_sigterm_to_a_script_that_started_ray_leaves_no_ray_process(tmp_path, wh
     status, err, left = _stop_when(["script.py"], tmp_path, ready, signal.SIGTERM)
     assert status == 143 and left == [] and "Traceback" not in err
     assert up.exists() == (when == "up")        # held during ray.init, acted on after
+
+
+def test_sigterm_inside_a_finalizer_still_stops_the_command(capfd):
+    """A SIGTERM that arrived while a finalizer ran raised Terminated there, where Python
+    prints an exception as ignored (a traceback) and goes on: the command did not stop."""
+    import os
+    import time
+    import weakref
+    from psn.cli import Terminated, _OnSigterm
+
+    class Resource:
+        pass
+    handler = _OnSigterm()
+    with handling(signal.SIGTERM, handler):
+        held = Resource()
+        weakref.finalize(held, os.kill, os.getpid(), signal.SIGTERM)
+        with pytest.raises(Terminated):
+            del held                # the finalizer sends the signal while it runs
+            for _ in range(200):    # the retry comes within RETRY seconds
+                time.sleep(0.01)
+    assert handler.fired
+    assert "Exception ignored" not in capfd.readouterr().err

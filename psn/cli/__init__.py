@@ -17,6 +17,8 @@ import importlib
 import os
 import signal
 import sys
+import threading
+import weakref
 
 from ndlog.errors import PSNError
 from ndlog.signals import handling
@@ -33,14 +35,36 @@ class Terminated(KeyboardInterrupt):
 class _OnSigterm:
     """The command's SIGTERM handler: raises :class:`Terminated`, and remembers that it
     did, since code that waits in a runtime's native call (Ray's ``ray.get``) turns any
-    exception a handler raised into a plain KeyboardInterrupt."""
+    exception a handler raised into a plain KeyboardInterrupt.
+
+    A signal that arrives inside a finalizer (a ``__del__`` method, a
+    :func:`weakref.finalize` callback) is sent again a moment later instead: there Python
+    prints the exception as ignored and the command would go on."""
+
+    #: seconds before a signal that arrived inside a finalizer is sent again
+    RETRY = 0.05
 
     def __init__(self) -> None:
         self.fired = False
 
     def __call__(self, signum, frame):
         self.fired = True
+        if _in_finalizer(frame):
+            threading.Timer(self.RETRY, os.kill, (os.getpid(), signum)).start()
+            return
         raise Terminated()
+
+
+def _in_finalizer(frame) -> bool:
+    """Whether ``frame`` runs inside a ``__del__`` method or a :func:`weakref.finalize`
+    callback, where an exception is printed and ignored instead of raised."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or (code.co_name == "__call__"
+                                         and code.co_filename == weakref.__file__):
+            return True
+        frame = frame.f_back
+    return False
 
 
 #: subcommand modules, in the order ``psn --help`` lists them
