@@ -12,7 +12,14 @@ Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
 
 from __future__ import annotations
 
-__all__ = ["count_noun", "format_bytes", "step_heartbeat"]
+__all__ = ["count_noun", "format_bytes", "shows_progress", "step_heartbeat"]
+
+
+def shows_progress(progress: bool | None) -> bool:
+    """Whether to show a progress bar: as asked, or by default (``None``) when standard
+    error is a terminal (so that logs and pipes get none)."""
+    import sys
+    return sys.stderr.isatty() if progress is None else bool(progress)
 
 
 def count_noun(n: int, singular: str, plural: str | None = None) -> str:

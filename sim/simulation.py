@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ndlog.check import verdict
 from ndlog.errors import InputError
-from ndlog.text import count_noun, step_heartbeat
+from ndlog.text import count_noun, shows_progress, step_heartbeat
 from ndlog.reference import evaluate as _python_reference, fact_rows
 
 import math
@@ -654,9 +654,7 @@ def _aggsel_pruned(program) -> set[str]:
 
 
 def _progress_bar(total, progress, label):
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
+    if not shows_progress(progress):
         return None
     from tqdm import tqdm
     return tqdm(total=total, desc=label[:30], unit="step", file=sys.stderr, leave=False)

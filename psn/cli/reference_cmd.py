@@ -20,6 +20,8 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ndlog.text import shows_progress
+
 __all__ = ["register", "run", "add_output_options", "add_memory_option", "memory_guard",
            "output_format", "write_text", "FORMATS"]
 
@@ -98,7 +100,7 @@ def _round_bar(show: bool | None):
     :func:`psn.batch.spark.evaluate_spark` calls it) that shows the semi-naive rounds on a
     tqdm line on stderr (``show`` None: when stderr is a terminal), or None. A program
     without a finite fixpoint shows its rounds going on (until Ctrl-C on Spark)."""
-    if not (sys.stderr.isatty() if show is None else show):
+    if not shows_progress(show):
         yield None
         return
     from tqdm import tqdm

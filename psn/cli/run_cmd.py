@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ndlog.errors import InputError
 from ndlog.output import program_shapes
-from ndlog.text import count_noun
+from ndlog.text import count_noun, shows_progress
 
 from .options import (add_run_options, check_engine_options, engine_of, load_program,
                       run_options)
@@ -421,8 +421,7 @@ def _checker(args, program):
 
 
 def _progress(args):
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
-    if not show:
+    if not shows_progress(args.progress):
         return None
     from tqdm import tqdm
     return tqdm(desc="psn run", unit="step", file=sys.stderr, leave=False)

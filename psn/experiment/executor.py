@@ -32,6 +32,7 @@ from typing import Callable, Iterable
 from ndlog.errors import EvaluationError, InputError
 from ndlog.files import write_atomic
 from ndlog.signals import held
+from ndlog.text import shows_progress
 
 from .runs import RunSpec, code_version, execute_run
 
@@ -230,9 +231,7 @@ def _describe(spec: RunSpec, record: dict) -> str:
 
 
 def _bar(total: int, initial: int, progress: bool | None, label: str):
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress or total == 0:
+    if not shows_progress(progress) or total == 0:
         return None
     from tqdm import tqdm
     return tqdm(total=total, initial=initial, desc=label, unit="run", file=sys.stderr,

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from engine.options import require_flag
 from ndlog.errors import InputError
-from ndlog.text import count_noun
+from ndlog.text import count_noun, shows_progress
 
 from .counterexample import Counterexample, shrink
 from .model import Reference
@@ -239,9 +239,7 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
 
 def _search_bar(budget: Budget, jobs: int, progress: bool | None):
     """A tqdm bar of the schedules explored (of the budget's, with one job), or None."""
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
+    if not shows_progress(progress):
         return None
     from tqdm import tqdm
     label = "verify" if jobs == 1 else f"verify (worker 1 of {jobs})"
