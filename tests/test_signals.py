@@ -233,10 +233,29 @@ def test_a_stopped_experiment_stops_its_runs_and_keeps_the_finished_ones(tmp_pat
         assert f.read_text().rstrip().endswith("}")
 
 
+def _run_processes(proc, kids: list[int]) -> list[int]:
+    """The pool's worker processes among ``kids``, waiting (at most a minute) until there
+    is one: not multiprocessing's resource tracker, nor a short-lived ``git`` that the
+    experiment runs to record the code's version (killing that one stops nothing)."""
+    for _ in range(600):
+        workers = []
+        for k in kids:
+            try:
+                cmdline = Path(f"/proc/{k}/cmdline").read_text()
+            except OSError:                    # it has exited
+                continue
+            if "resource_tracker" not in cmdline and cmdline.split("\0")[0] == sys.executable:
+                workers.append(k)
+        if workers or proc.poll() is not None:
+            return workers
+        time.sleep(0.1)
+        kids = [k for k in _children(proc.pid) if _alive(k)]
+    pytest.fail("no run process started")
+
+
 def test_an_experiment_run_killed_from_outside_is_a_clear_error(tmp_path):
     proc, kids = _start(_experiment(tmp_path), tmp_path, 2)
-    workers = [k for k in kids if "resource_tracker" not in
-               Path(f"/proc/{k}/cmdline").read_text()]
+    workers = _run_processes(proc, kids)
     os.kill(workers[0], signal.SIGKILL)
     err = proc.communicate(timeout=300)[1]
     assert proc.returncode == 2 and "a run's process died" in err and "Traceback" not in err
