@@ -366,7 +366,8 @@ def test_sigterm_to_a_script_that_started_ray_leaves_no_ray_process(tmp_path, wh
 
 def test_sigterm_inside_a_finalizer_still_stops_the_command(capfd):
     """A SIGTERM that arrived while a finalizer ran raised Terminated there, where Python
-    prints an exception as ignored (a traceback) and goes on: the command did not stop."""
+    prints an exception as ignored (a traceback) and goes on: the command did not stop.
+    Afterwards the unraisable hook is the one before."""
     import os
     import time
     import weakref
@@ -374,13 +375,15 @@ def test_sigterm_inside_a_finalizer_still_stops_the_command(capfd):
 
     class Resource:
         pass
+    import sys
+    hook = sys.unraisablehook
     handler = _OnSigterm()
-    with handling(signal.SIGTERM, handler):
+    with handler.installed():
         held = Resource()
         weakref.finalize(held, os.kill, os.getpid(), signal.SIGTERM)
         with pytest.raises(Terminated):
             del held                # the finalizer sends the signal while it runs
             for _ in range(200):    # the retry comes within RETRY seconds
                 time.sleep(0.01)
-    assert handler.fired
+    assert handler.fired and sys.unraisablehook is hook
     assert "Exception ignored" not in capfd.readouterr().err

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-import weakref
+from contextlib import contextmanager
 
 from ndlog.errors import PSNError
 from ndlog.signals import handling
@@ -37,11 +37,13 @@ class _OnSigterm:
     did, since code that waits in a runtime's native call (Ray's ``ray.get``) turns any
     exception a handler raised into a plain KeyboardInterrupt.
 
-    A signal that arrives inside a finalizer (a ``__del__`` method, a
-    :func:`weakref.finalize` callback) is sent again a moment later instead: there Python
-    prints the exception as ignored and the command would go on."""
+    A signal that lands where Python cannot raise (a finalizer such as a ``__del__``
+    method or a :func:`weakref.finalize` callback, a C extension's constructor) would be
+    printed as an ignored exception, and the command would go on: while
+    :meth:`installed`, it is sent again a moment later instead, where it stops the
+    command (as :func:`psn.experiment.runs.alarm` does with its alarm)."""
 
-    #: seconds before a signal that arrived inside a finalizer is sent again
+    #: seconds before a signal that could not be raised is sent again
     RETRY = 0.05
 
     def __init__(self) -> None:
@@ -49,22 +51,26 @@ class _OnSigterm:
 
     def __call__(self, signum, frame):
         self.fired = True
-        if _in_finalizer(frame):
-            threading.Timer(self.RETRY, os.kill, (os.getpid(), signum)).start()
-            return
         raise Terminated()
 
+    @contextmanager
+    def installed(self):
+        """This handler for SIGTERM, and an unraisable hook that sends again a
+        :class:`Terminated` Python could not raise (other unraisable exceptions go to the
+        hook before)."""
+        previous = sys.unraisablehook
 
-def _in_finalizer(frame) -> bool:
-    """Whether ``frame`` runs inside a ``__del__`` method or a :func:`weakref.finalize`
-    callback, where an exception is printed and ignored instead of raised."""
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "__del__" or (code.co_name == "__call__"
-                                         and code.co_filename == weakref.__file__):
-            return True
-        frame = frame.f_back
-    return False
+        def unraisable(report):
+            if isinstance(report.exc_value, Terminated):
+                threading.Timer(self.RETRY, os.kill, (os.getpid(), signal.SIGTERM)).start()
+                return
+            previous(report)
+        sys.unraisablehook = unraisable
+        try:
+            with handling(signal.SIGTERM, self):
+                yield self
+        finally:
+            sys.unraisablehook = previous
 
 
 #: subcommand modules, in the order ``psn --help`` lists them
@@ -116,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     sigterm = _OnSigterm()
-    with handling(signal.SIGTERM, sigterm):
+    with sigterm.installed():
         try:
             return int(args.func(args) or 0)
         except PSNError as exc:
