@@ -325,6 +325,23 @@ def test_auto_picks_exhaustive_on_a_small_scope_and_random_past_the_budget():
     assert tight.mode == "random" and not tight.complete and tight.schedules == 2
 
 
+def test_a_search_cut_short_says_it_is_not_a_proof():
+    args = (REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']])
+    cut = psn.verify(*args, mode="exhaustive", budget=5)
+    assert cut.ok and not cut.complete and cut.spent and cut.schedules == 5
+    assert cut.summary().splitlines()[0] == (
+        "no counterexample found, which is not a proof: the exhaustive search ran out of "
+        "its budget (5 schedules) before it covered every delivery order")
+    assert cut.to_json()["budget_spent"] is True
+    sampled = psn.verify(*args, mode="random", budget=5)
+    assert not sampled.spent and sampled.summary().splitlines()[0] == (
+        "no counterexample found, which is not a proof: random search tries some delivery "
+        "orders, never all of them")
+    whole = psn.verify(*args, mode="exhaustive")
+    assert whole.complete and not whole.spent
+    assert whole.summary().startswith("reorder-tolerant on this scope")
+
+
 def test_exhaustive_in_parallel_covers_the_same_scope():
     one = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive")
     two = psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode="exhaustive",

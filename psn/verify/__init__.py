@@ -75,6 +75,9 @@ class VerifyResult:
         The upper estimate of delivery orders ``auto`` decided by.
     notes:
         Remarks on coverage (parallel split, delay bound, ...).
+    spent:
+        The exhaustive search stopped because its budget ran out, before it covered every
+        delivery order.
     """
 
     ok: bool
@@ -92,16 +95,17 @@ class VerifyResult:
     estimate: int | None = None
     jobs: int = 1
     notes: list = field(default_factory=list)
+    spent: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
 
     def summary(self) -> str:
         """One paragraph: verdict, coverage, scope."""
-        if self.ok:
-            verdict = ("reorder-tolerant on this scope: every delivery order explored"
-                       if self.complete else
-                       "no counterexample found (the search did not cover every order)")
+        if self.ok and self.complete:
+            verdict = "reorder-tolerant on this scope: every delivery order explored"
+        elif self.ok:
+            verdict = f"no counterexample found, which is not a proof: {self._gap()}"
         elif self.mode == "fifo":          # no delivery order is to blame
             verdict = ("NOT correct even in FIFO order (no reordering involved): "
                        f"{self.counterexample.message}")
@@ -124,6 +128,15 @@ class VerifyResult:
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
+    def _gap(self) -> str:
+        """Why a search without a counterexample did not cover every order."""
+        if self.spent:
+            return (f"the exhaustive search ran out of its budget "
+                    f"({self.budget.describe()}) before it covered every delivery order")
+        if self.mode == "exhaustive":
+            return "the search did not cover every delivery order"
+        return f"{self.mode} search tries some delivery orders, never all of them"
+
     def to_json(self) -> dict:
         """The result as JSON values (the counterexample as its file's document)."""
         return {"ok": self.ok, "complete": self.complete, "mode": self.mode,
@@ -132,6 +145,7 @@ class VerifyResult:
                 "deliveries": self.deliveries, "seconds": round(self.seconds, 3),
                 "scope": self.scope.spec(), "budget": self.budget.describe(),
                 "estimate": self.estimate, "jobs": self.jobs, "notes": list(self.notes),
+                "budget_spent": self.spent,
                 "counterexample": None if self.counterexample is None
                 else self.counterexample.to_json()}
 
@@ -234,7 +248,7 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
         counterexample=cex, scope=problem.scope, budget=budget,
         annotation=problem.annotation_name,
         estimate=info.get("estimate") if mode == "auto" else None, jobs=jobs,
-        notes=list(stats.notes))
+        notes=list(stats.notes), spent=stats.spent and stats.failure is None)
 
 
 def _search_bar(budget: Budget, jobs: int, progress: bool | None):

@@ -111,6 +111,7 @@ class SearchStats:
     failure: RunResult | None = None
     seconds: float = 0.0
     notes: list = field(default_factory=list)
+    spent: bool = False
 
     def merge(self, other: "SearchStats") -> None:
         self.schedules += other.schedules
@@ -118,6 +119,7 @@ class SearchStats:
         self.states += other.states
         self.deliveries += other.deliveries
         self.complete = self.complete and other.complete
+        self.spent = self.spent or other.spent
         if self.failure is None:
             self.failure = other.failure
 
@@ -391,6 +393,7 @@ class Search:
         while True:
             if self._spent(stats):
                 stats.complete = False
+                stats.spent = True
                 break
             result = self._run(policy, stats)
             if result.failed:
