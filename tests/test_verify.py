@@ -484,6 +484,26 @@ def test_cli_errors_exit_2(tmp_path, capsys, argv, message):
     assert code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["problem"].update(options=None), "'options' an object"),
+    (lambda d: d["problem"].update(annotation="nope"), "unknown annotation scheme 'nope'"),
+    (lambda d: d["problem"]["options"].update(ship="bogus"), "ship (--ship) must be"),
+    (lambda d: d.update(found_deviations="x"), "'found_deviations' must be a non-negative")])
+def test_replay_of_a_file_with_bad_settings_names_the_file(tmp_path, capsys, edit, message):
+    """"options": null was read as no options (the file's --unsafe lost, and the run
+    refused as unsafe), and a bad annotation or ship mode was refused without naming the
+    file; found_deviations was printed as it came ("shrunk from x")."""
+    cex = psn.verify(APQ, None, [["+a(@0)", "-a(@0)"]], annotation="fifo-base",
+                     unsafe=True, mode="adversarial").counterexample
+    data = cex.to_json()
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    assert main(["verify", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}: " in err and message in err
+
+
 def test_cli_replay_of_a_bad_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something else"}')

@@ -282,10 +282,14 @@ class Counterexample:
         if kind not in (*FAILURES, "ok"):       # "ok": a replay that no longer fails
             raise InputError(f"{where}: 'kind' must be one of {', '.join(FAILURES)} or ok, "
                              f"got {kind!r}")
+        found = data.get("found_deviations")
+        if found is not None and (isinstance(found, bool) or not isinstance(found, int)
+                                  or found < 0):
+            raise InputError(f"{where}: 'found_deviations' must be a non-negative integer "
+                             f"or null, got {found!r}")
         problem = Problem.from_json(data.get("problem"), where)
         return cls(problem, kind, phase,
-                   str(data.get("label", "")), choices, tags,
-                   found=data.get("found_deviations"))
+                   str(data.get("label", "")), choices, tags, found=found)
 
     @classmethod
     def load(cls, path: str | Path) -> "Counterexample":

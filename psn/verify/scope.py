@@ -399,6 +399,7 @@ class Problem:
         InputError
             Naming the missing or malformed field.
         """
+        from engine.program import prepare
         from ndlog.parser import parse
         if not isinstance(data, Mapping):
             raise InputError(f"{where}: 'problem' must be an object (program, facts, bursts, "
@@ -408,7 +409,7 @@ class Problem:
             raise InputError(f"{where}: the problem has no {', '.join(map(repr, missing))}")
         text, facts, bursts = data["program"], data["facts"], data["bursts"]
         annotation, scope = data["annotation"], data.get("scope", "")
-        options = data.get("options") or {}
+        options = data.get("options", {})
         if not isinstance(text, str) or not isinstance(annotation, str):
             raise InputError(f"{where}: 'program' and 'annotation' must be strings")
         if not isinstance(facts, list) or not isinstance(bursts, list) \
@@ -424,7 +425,9 @@ class Problem:
             raise InputError(f"{where}: unknown options {sorted(unknown)}")
         program = parse(text, f"{where} (program)")
         try:
-            return cls.make(program, facts, bursts, annotation, scope, **options)
+            problem = cls.make(program, facts, bursts, annotation, scope, **options)
+            problem.run_options().resolve(prepare(program))     # the annotation, ship, ...
+            return problem
         except PSNError as exc:
             if exc.span is None:
                 raise InputError(f"{where}: {exc.message}", hint=exc.hint) from None
