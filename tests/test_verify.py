@@ -504,6 +504,25 @@ def test_replay_of_a_file_with_bad_settings_names_the_file(tmp_path, capsys, edi
     assert f"error: {path}: " in err and message in err
 
 
+def test_a_passing_replay_that_left_the_recorded_schedule_says_so(tmp_path, capsys):
+    """A file whose schedule no longer matched its problem (here: another annotation) was
+    replayed along other deliveries and reported as "no longer fails" like a fix."""
+    cex = psn.verify(APQ, None, [["+a(@0)", "-a(@0)"]], annotation="fifo-base",
+                     unsafe=True, mode="adversarial").counterexample
+    data = cex.to_json()
+    assert data["diverged"] is False
+    data["problem"]["annotation"], data["problem"]["options"]["unsafe"] = "absorption", False
+    data["tags"] = ["0" * 16 for _ in data["tags"]]
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(data))
+    again = Counterexample.load(path).replay()
+    assert not again.failed and again.diverged and again.to_json()["diverged"] is True
+    assert main(["verify", "--replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "the schedule no longer fails" in out
+    assert "note: the replay could not follow every recorded delivery" in out
+
+
 def test_cli_replay_of_a_bad_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something else"}')

@@ -233,6 +233,7 @@ class Counterexample:
             "choices": list(self.choices), "tags": list(self.tags),
             "deliveries": self.deliveries, "reordered": self.reordered,
             "deviations": self.deviations, "found_deviations": self.found,
+            "diverged": self.diverged,
             "diff": [{"node": node_text(n), "relation": rel, "sign": "+" if s > 0 else "-",
                       "fact": format_fact(rel, t, loc.get(rel))}
                      for n, rel, s, t in self.diff],
@@ -315,9 +316,14 @@ class Counterexample:
         ``limit``: at most this many deliveries, the first and the last halves (a schedule
         that never reaches quiescence is long); None for all."""
         if not self.failed:
-            return (f"the schedule no longer fails: every node agrees with the reference "
-                    f"after every phase ({count_noun(self.deliveries, 'delivery', 'deliveries')}, "
-                    f"{self.deviations} non-FIFO)")
+            made = count_noun(self.deliveries, 'delivery', 'deliveries')
+            passed = (f"the schedule no longer fails: every node agrees with the reference "
+                      f"after every phase ({made}, {self.deviations} non-FIFO)")
+            if self.diverged:
+                passed += ("\n  note: the replay could not follow every recorded delivery "
+                           "(the program, facts or annotation differ from those that "
+                           "failed?), so this is not the recorded schedule")
+            return passed
         out = [f"counterexample ({self.kind}): {self.message}",
                f"  annotation {self.problem.annotation_name}; scope: "
                f"{self.problem.scope.describe()}",
