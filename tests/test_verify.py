@@ -394,6 +394,24 @@ def test_facts_and_bursts_of_the_wrong_kind_are_named(facts, bursts, what):
         psn.verify(REACH, facts, bursts)
 
 
+def test_counterexample_methods_refuse_arguments_of_the_wrong_kind(tmp_path):
+    """write(5) and render(limit="x") were TypeErrors from deep inside, replay(trace="x")
+    ran, verify_problem("x") was an AttributeError; render(limit=0) printed every step."""
+    cex = psn.verify(APQ, None, [["+a(@0)", "-a(@0)"]], annotation="fifo-base",
+                     unsafe=True, mode="adversarial").counterexample
+    with pytest.raises(psn.InputError, match="counterexample file must be a path"):
+        cex.write(5)
+    with pytest.raises(psn.InputError, match="limit is a whole number"):
+        cex.render(limit="x")
+    with pytest.raises(psn.InputError, match="trace must be True or False"):
+        cex.replay(trace="x")
+    with pytest.raises(psn.InputError, match="problem is a psn.verify.Problem"):
+        psn.verify.verify_problem("x")
+    lines = cex.render(limit=0).splitlines()
+    assert not any(re.match(r" +\d+\. \[", line) for line in lines)
+    assert any("deliveries not shown" in line for line in lines)
+
+
 # -- the command line ---------------------------------------------------------------------------
 def _files(tmp_path):
     facts = tmp_path / "facts.ndl"

@@ -223,6 +223,11 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
                    seed: int = 0, jobs: int = 1, shrinking: bool = True,
                    progress: bool | None = None) -> VerifyResult:
     """:func:`verify` for a built :class:`Problem`."""
+    if not isinstance(problem, Problem):
+        raise InputError(f"problem is a psn.verify.Problem (Problem.make builds one), got "
+                         f"{type(problem).__name__}")
+    if budget is not None and not isinstance(budget, Budget):
+        budget = Budget.parse(budget)
     require_flag(shrinking, "shrinking")
     require_flag(progress, "progress", optional=True)
     budget = budget or Budget()

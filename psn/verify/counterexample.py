@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.node import format_fact
+from engine.options import require_flag, require_whole
 from ndlog.errors import InputError
-from ndlog.files import write_atomic
+from ndlog.files import file_path, write_atomic
 from ndlog.parser import read_text
 from ndlog.text import count_noun
 
@@ -217,6 +218,7 @@ class Counterexample:
     def replay(self, trace: bool = True) -> "Counterexample":
         """Run the schedule again (following the tags, FIFO past the end); the result as a
         new Counterexample (``kind == "ok"`` if it no longer fails), with its trace."""
+        require_flag(trace, "trace")
         result, diverged = replay_choices(self.problem, self.choices, self.tags,
                                           cycles=self.kind == "cycle", trace=trace)
         return Counterexample.from_result(self.problem, result, self.found, diverged)
@@ -248,7 +250,7 @@ class Counterexample:
         InputError
             If the file cannot be written.
         """
-        path = Path(path)
+        path = file_path(path, "counterexample file")
         write_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n",
                      "the counterexample")
         return path
@@ -315,6 +317,7 @@ class Counterexample:
         loaded in FIFO order in one line), then the differences from the reference.
         ``limit``: at most this many deliveries, the first and the last halves (a schedule
         that never reaches quiescence is long); None for all."""
+        require_whole(limit, "limit", optional=True)
         if not self.failed:
             made = count_noun(self.deliveries, 'delivery', 'deliveries')
             passed = (f"the schedule no longer fails: every node agrees with the reference "
@@ -343,7 +346,7 @@ class Counterexample:
             head, tail = limit // 2, limit - limit // 2
             out += [s.render() for s in steps[:head]]
             out.append(f"        ... {len(steps) - limit:,} deliveries not shown ...")
-            out += [s.render() for s in steps[-tail:]]
+            out += [s.render() for s in steps[len(steps) - tail:]]
         else:
             out += [s.render() for s in steps]
         if self.diff:
