@@ -337,6 +337,10 @@ def test_a_search_cut_short_says_it_is_not_a_proof():
     assert not sampled.spent and sampled.summary().splitlines()[0] == (
         "no counterexample found, which is not a proof: random search tries some delivery "
         "orders, never all of them")
+    nothing = psn.verify(*args, mode="random", budget="0.001ms")     # gone before it starts
+    assert nothing.schedules == 0 and nothing.summary().splitlines()[0] == (
+        "no counterexample found, which is not a proof: the budget (1e-06 s) ran out "
+        "before the random search ran a single schedule")
     whole = psn.verify(*args, mode="exhaustive")
     assert whole.complete and not whole.spent
     assert whole.summary().startswith("reorder-tolerant on this scope")

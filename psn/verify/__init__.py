@@ -130,6 +130,9 @@ class VerifyResult:
 
     def _gap(self) -> str:
         """Why a search without a counterexample did not cover every order."""
+        if not self.schedules:
+            return (f"the budget ({self.budget.describe()}) ran out before the {self.mode} "
+                    f"search ran a single schedule")
         if self.spent:
             return (f"the exhaustive search ran out of its budget "
                     f"({self.budget.describe()}) before it covered every delivery order")
