@@ -327,6 +327,7 @@ def test_auto_picks_exhaustive_on_a_small_scope_and_random_past_the_budget():
 
 def test_a_search_cut_short_says_it_is_not_a_proof():
     args = (REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']])
+    assert Budget.parse(1).describe() == "1 schedule"      # was "1 schedules"
     cut = psn.verify(*args, mode="exhaustive", budget=5)
     assert cut.ok and not cut.complete and cut.spent and cut.schedules == 5
     assert cut.summary().splitlines()[0] == (

@@ -27,6 +27,7 @@ from ndlog import ast as A
 from ndlog.analysis import aggsel_mode
 from ndlog.errors import InputError, PSNError, Span
 from ndlog.reference import fact_rows
+from ndlog.text import count_noun
 
 __all__ = ["Scope", "Budget", "Problem", "Phase", "DEFAULT_BOUND", "DEFAULT_BUDGET",
            "DEFAULT_SECONDS", "format_update"]
@@ -202,7 +203,7 @@ class Budget:
     def describe(self) -> str:
         out = []
         if self.schedules is not None:
-            out.append(f"{self.schedules:,} schedules")
+            out.append(count_noun(self.schedules, "schedule"))
         if self.seconds is not None:
             out.append(f"{self.seconds:g} s")
         return " or ".join(out) or "unbounded"
