@@ -370,6 +370,18 @@ def test_budget_and_scope_parsing():
         psn.verify(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], mode="thorough")
 
 
+@pytest.mark.parametrize("fields, what", [
+    (dict(schedules=-1), "schedules must be a positive integer"),
+    (dict(schedules="x"), "schedules must be a positive integer"),
+    (dict(seconds=float("nan")), "seconds must be a positive number"),
+    (dict(seconds="1s"), "seconds must be a positive number")])
+def test_a_budget_built_directly_is_checked(fields, what):
+    """Budget(schedules=-1) ran no schedule and reported no counterexample, and
+    Budget(schedules="x") was a TypeError inside the search."""
+    with pytest.raises(psn.InputError, match=what):
+        psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], budget=Budget(**fields))
+
+
 def test_nothing_to_verify_is_refused():
     """Without bursts, the facts are delivered in one order: the report said
     'reorder-tolerant ... every delivery order explored' after exploring nothing."""

@@ -167,6 +167,15 @@ class Budget:
     schedules: int | None = DEFAULT_BUDGET
     seconds: float | None = DEFAULT_SECONDS
 
+    def __post_init__(self):
+        n, t = self.schedules, self.seconds
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise InputError(f"budget: schedules must be a positive integer or None, "
+                             f"got {n!r}")
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
+                              or not t > 0):
+            raise InputError(f"budget: seconds must be a positive number or None, got {t!r}")
+
     @classmethod
     def parse(cls, value: "str | int | float | Budget | None") -> "Budget":
         """``1000`` (schedules), ``"30s"``, ``"2m"``, ``"500ms"``, ``"1h"`` (time), or a
