@@ -330,8 +330,8 @@ class Counterexample:
         out = [f"counterexample ({self.kind}): {self.message}",
                f"  annotation {self.problem.annotation_name}; scope: "
                f"{self.problem.scope.describe()}",
-               f"  schedule: {count_noun(self.deliveries, 'delivery', 'deliveries')} in the explored "
-               f"phases, {self.reordered} out of order, {self.deviations} non-FIFO "
+               f"  schedule: {count_noun(self.deliveries, 'delivery', 'deliveries')} in the "
+               f"explored phases, {self.reordered} out of order, {self.deviations} non-FIFO "
                f"choice(s)" + (f" (shrunk from {self.found})"
                                if self.found is not None and self.found != self.deviations
                                else "")]
