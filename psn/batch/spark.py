@@ -384,15 +384,11 @@ class _Run:
         pruned: dict[tuple, object] = {}
         for kinds, members in classes:
             for p, func in aggs:
-                k = K.NULL
-                for sig in members:
-                    u = K.unify(k, sig[p])
-                    if u is None:
-                        raise EvaluationError(
-                            f"aggregate selection on '{pred}': {func}<...> over values of "
-                            f"different kinds ({K.describe(k)} and {K.describe(sig[p])})")
-                    k = u
-                kinds[p] = k
+                def refuse(k, other, func=func):
+                    raise EvaluationError(
+                        f"aggregate selection on '{pred}': {func}<...> over values of "
+                        f"different kinds ({K.describe(k)} and {K.describe(other)})")
+                kinds[p] = _unify_all([sig[p] for sig in members], refuse)
             keys = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_g{p}") for p in group]
             ranked = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_a{j}")
                       for j, (p, _) in enumerate(aggs)]
@@ -525,7 +521,7 @@ class _Run:
             cols = keys + [c.alias(f"a{j}") for j, (c, _) in enumerate(aggs)]
             parts.append((frame.df.select(*cols), key_kinds, [k for _, k in aggs]))
         out: dict[tuple, list] = {}
-        for _, members in _unifiable(parts, lambda part: dict(part[1])):
+        for _, members in _unifiable(parts, lambda part: part[1]):
             for sig, df in self._group(rule, members):
                 out.setdefault(sig, []).append(df)
         return out
@@ -587,9 +583,8 @@ class _Run:
         choices = []
         for n in names:
             c = var_column(n)
-            choices.append((kinds[n], F.col(c)) if n not in mixed else (
-                F.col("_pick")[f"f{mixed.index(n)}"], F.col(f"_ki_{c}"),
-                F.coalesce(F.col(f"_kd_{c}"), F.col(f"_ki_{c}").cast("double"))))
+            choices.append((kinds[n], F.col(c)) if n not in mixed else _number_choice(
+                F.col("_pick")[f"f{mixed.index(n)}"], f"_ki_{c}", f"_kd_{c}"))
         return [_Frame(part, dict(zip(names, sig)))
                 for sig, part in self._by_flags(df, choices, [var_column(n) for n in names])]
 
@@ -664,9 +659,8 @@ class _Run:
         exprs = [F.min(f"_kf{i}").alias(f"_kf{i}") for i in mixed_keys]
         choices = {}  # position -> (kind, column) or (flag, integer column, float column)
         for i in keys:
-            choices[i] = (unified[i], F.col(f"c{i}")) if i not in mixed_keys else (
-                F.col(f"_kf{i}"), F.col(f"_ki{i}"),
-                F.coalesce(F.col(f"_kd{i}"), F.col(f"_ki{i}").cast("double")))
+            choices[i] = (unified[i], F.col(f"c{i}")) if i not in mixed_keys else \
+                _number_choice(F.col(f"_kf{i}"), f"_ki{i}", f"_kd{i}")
         for j, ((i, agg), k) in enumerate(zip(aggs, value_kinds)):
             made, choices[i] = self._aggregated(rule, agg, j, k, j in mixed)
             exprs += made
@@ -675,31 +669,26 @@ class _Run:
         return self._by_flags(result, [choices[i] for i in range(arity)], _cols(arity))
 
     def _by_flags(self, df, choices: list, names: list) -> list[tuple[tuple, object]]:
-        """:func:`_by_flags` over the combinations of flags that ``df`` holds. Where a
+        """:func:`_parts_by_flags` over the combinations of flags that ``df`` holds. Where a
         position has a flag, ``df`` is checkpointed first (one job), so that its parts
         share one computation and later plans stay small, and a second job lists the
         combinations."""
         flags = [choice[0].alias(f"_b{i}") for i, choice in enumerate(choices)
                  if len(choice) == 3]
         if not flags:
-            return _by_flags(df, choices, names, [()])
+            return _parts_by_flags(df, choices, names, [()])
         df = df.localCheckpoint(eager=True)
         seen = sorted(tuple(row) for row in df.select(*flags).distinct().collect())
-        return _by_flags(df, choices, names, seen)
+        return _parts_by_flags(df, choices, names, seen)
 
     def _aggregated_kind(self, rule: A.Rule, agg: A.Aggregate, kinds: list):
         """The kind that holds every aggregated value, or the error of values that mix
         kinds no column holds."""
-        k = K.NULL
-        for other in kinds:
-            u = K.unify(k, other)
-            if u is None:
-                raise EvaluationError(
-                    f"{agg.func}<...> in rule {rule.name} over values of different kinds "
-                    f"({K.describe(k)} and {K.describe(other)})", agg.span,
-                    self.program.source)
-            k = u
-        return k
+        def refuse(k, other):
+            raise EvaluationError(
+                f"{agg.func}<...> in rule {rule.name} over values of different kinds "
+                f"({K.describe(k)} and {K.describe(other)})", agg.span, self.program.source)
+        return _unify_all(kinds, refuse)
 
     def _group_columns(self, part, unified: dict, mixed_keys: list, value_kinds: list,
                        mixed: list):
@@ -764,11 +753,15 @@ class _Run:
             (F.col(f"_f{j}"), F.col(f"_i{j}"), F.col(f"_d{j}"))
 
 
-def _unify_all(kinds):
-    """The kind holding values of every kind of ``kinds`` (which unify)."""
+def _unify_all(kinds, refuse=None):
+    """The kind holding values of every kind of ``kinds``; where two kinds do not unify,
+    ``refuse(kind so far, kind)`` raises (without it, ``kinds`` are known to unify)."""
     out = K.NULL
     for k in kinds:
-        out = K.unify(out, k)
+        u = K.unify(out, k)
+        if u is None and refuse is not None:
+            refuse(out, k)
+        out = u
     return out
 
 
@@ -791,7 +784,15 @@ def _number_key(c, k):
     return F.when(whole, c.cast("long")), F.when(~whole, c), F.lit(1)
 
 
-def _by_flags(df, choices: list, names: list, combinations) -> list[tuple[tuple, object]]:
+def _number_choice(flag, whole: str, fraction: str) -> tuple:
+    """How :func:`_parts_by_flags` reads a number grouped by :func:`_number_key` columns
+    ``whole`` and ``fraction``: the integer where ``flag`` is 0, else the float."""
+    from pyspark.sql import functions as F
+    return flag, F.col(whole), F.coalesce(F.col(fraction), F.col(whole).cast("double"))
+
+
+def _parts_by_flags(df, choices: list, names: list,
+                    combinations) -> list[tuple[tuple, object]]:
     """``df`` as ``(signature, DataFrame)`` parts of columns ``names``, one per
     combination of the flags in ``choices`` (a position's ``(kind, column)``, or
     ``(flag, integer column, float column)`` with flag 0 for an integer) that
@@ -876,7 +877,7 @@ def _unifiable(items, kinds_of) -> list[tuple[dict, list]]:
                 members.append(item)
                 break
         else:
-            classes.append((mine, [item]))
+            classes.append((dict(mine), [item]))
     return classes
 
 
