@@ -335,6 +335,20 @@ def test_worker_crashing_while_handling_a_batch(ray_pool):
         .multiset("reachable")
 
 
+def test_worker_lost_while_a_burst_is_injected_counts_a_recovery(ray_pool):
+    links = _directed(20, 28, 11)
+    net = RayNetwork(REACH, annotation="set", pool=ray_pool, workers=2)
+    net.apply(_insert({"link": links[:20]})).run()
+    ray.get(net.actors[0].set_hook.remote(_crash_after(1)))
+    # a batch the driver sends ahead of the burst: worker 0 exits on it, so the injection
+    # queued behind it (same caller, so in order) fails
+    net.actors[0].deliver.remote(net.epoch, 1, b"")
+    assert any(Placement(2)(a) == 0 for a, _ in links[20:])   # the burst reaches worker 0
+    net.apply(_insert({"link": links[20:]})).run()
+    assert net.recoveries == 1 and net.metrics["recoveries"] == 1
+    _assert_same(net.relations(), _reference(REACH, {"link": links}))
+
+
 def _crash_after(batches: int):
     """A test-only fault for :meth:`ShardActor.set_hook`: the worker process exits abruptly
     while handling its ``batches``-th next batch (a nested function, so that Ray pickles it

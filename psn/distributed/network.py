@@ -314,8 +314,8 @@ class RayNetwork:
             return self
         try:
             self._inject({w: [p] for w, p in burst.items()})
-        except _WorkerLost:
-            self._needs_replay = True
+        except _WorkerLost:   # a recovery like any other: counted, and the workers back
+            self._recover()
         return self
 
     def run(self, heartbeat=None) -> "RayNetwork":
