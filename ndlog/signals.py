@@ -3,8 +3,9 @@
 Role: two context managers. :func:`handling` sets a signal's handler for a block and puts
 the previous one back. :func:`held` holds Ctrl-C (SIGINT) and SIGTERM back while code that
 must not be cut short runs: starting Ray or a Spark session, which an interrupt in the
-middle left with processes running and nobody to stop them, and a process pool's own code,
-which an interrupt inside left unable to shut down. The signal is then acted on as soon as
+middle left with processes running and nobody to stop them; a process pool's own code,
+which an interrupt inside left unable to shut down; and CUDD's constructor, which an
+exception inside leaves half-made, its destructor printing an error. The signal is then acted on as soon as
 the block ends, as it would have been. Both act in the main thread only, where Python runs
 signal handlers; elsewhere they change nothing.
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import signal
 import sys
 import weakref
 from typing import Callable, Iterable
@@ -64,6 +65,7 @@ import dd.cudd as _cudd
 
 from ndlog.builtins import format_value
 from ndlog.packing import packb
+from ndlog.signals import STOPPING, held
 
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
@@ -394,8 +396,12 @@ class BDDContext:
     def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10,
                  memory_estimate: int = MEMORY_ESTIMATE):
         _sweep()
-        self.bdd = _cudd.BDD(memory_estimate=memory_estimate,
-                             initial_cache_size=initial_cache_size)
+        # an exception inside CUDD's constructor (a handler's, for Ctrl-C, SIGTERM or an
+        # experiment's time budget) leaves a half-made manager whose destructor prints an
+        # error: the signal waits until the manager is made
+        with held(STOPPING + (signal.SIGALRM,)):
+            self.bdd = _cudd.BDD(memory_estimate=memory_estimate,
+                                 initial_cache_size=initial_cache_size)
         weakref.finalize(self, _bury, self.bdd)
         self.bdd.configure(reordering=reorder)
         self.reorder = reorder

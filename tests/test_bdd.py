@@ -511,3 +511,31 @@ def test_a_cube_over_node_made_variables_crosses_managers():
     assert sorted(chain_ids(data)) == sorted(ids)
     got = b.deserialize(msgpack.unpackb(msgpack.packb(data), use_list=False))
     assert b.cube_ids(got) == ids and b.support(got) == {var_name(i) for i in ids}
+
+
+def test_a_signal_during_cudds_constructor_waits_until_the_manager_is_made(capfd,
+                                                                           monkeypatch):
+    """A handler's exception inside ``dd.cudd.BDD``'s constructor (Ctrl-C, SIGTERM, an
+    experiment's time budget) would leave a half-made manager whose destructor prints an
+    error: the exception comes once the manager is made, and nothing is printed."""
+    import signal
+    import dd._utils
+    from ndlog.signals import handling
+
+    class Rang(Exception):
+        pass
+
+    def ring(signum, frame):
+        raise Rang()
+
+    real = dd._utils.total_memory
+
+    def signalled():          # called by the constructor: the signal lands inside it
+        signal.raise_signal(signal.SIGALRM)
+        return real()
+    monkeypatch.setattr(dd._utils, "total_memory", signalled)
+    with handling(signal.SIGALRM, ring), pytest.raises(Rang):
+        BDDContext()
+    assert capfd.readouterr().err == ""
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+

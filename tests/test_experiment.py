@@ -234,10 +234,9 @@ def test_a_run_over_budget_is_in_the_data(tmp_path):
 
 
 def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
-    """The time budget's alarm can land where Python cannot raise (here a destructor; in
-    a run, CUDD's constructor): nothing is printed as an ignored exception, and the alarm
-    rings again where it stops the run. Afterwards the unraisable hook is the one
-    before."""
+    """The time budget's alarm can land where Python cannot raise (a destructor): nothing
+    is printed as an ignored exception, and the alarm rings again where it stops the run.
+    Afterwards the unraisable hook is the one before."""
     import sys
     import time
     from psn.experiment.runs import TimeBudgetExceeded, alarm

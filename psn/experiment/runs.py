@@ -153,7 +153,7 @@ def alarm(seconds: float):
     wherever the run is: a single step of the engine (one node's batch, the end-of-stream
     flush of eager MinShip) can last far longer than the budget, and :class:`Budget` is
     only consulted between them. An alarm that lands where an exception cannot propagate
-    (a destructor, or a C extension's constructor) is not reported as an ignored
+    (a destructor) is not reported as an ignored
     exception: it rings again :data:`REFIRE_SECONDS` later. Outside the main thread (Ray
     tasks) or without ``setitimer`` this does nothing and :class:`Budget` alone keeps the
     time."""
@@ -170,7 +170,7 @@ def alarm(seconds: float):
 
     def swallowed(unraisable):
         # The alarm landed where Python cannot raise (a destructor, a C extension's
-        # constructor such as CUDD's): say nothing, and ring again shortly, where the
+        # callback): say nothing, and ring again shortly, where the
         # exception can stop the run.
         if isinstance(unraisable.exc_value, TimeBudgetExceeded):
             signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
