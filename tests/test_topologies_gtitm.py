@@ -250,6 +250,16 @@ def test_geo_rejects_bad_parameters():
         geo(GeoParams(10, 10, 3, 0.0), random.Random(0))
 
 
+def test_stubs_too_large_for_the_plane_say_which_parameters_to_change():
+    """Without stubs the plane is sized by the transit nodes alone, too small for the stub
+    domains' scale: the error names the sizes and the parameters that change them."""
+    from topologies.gtitm import transtub
+    with pytest.raises(InputError, match=r"stub domains of up to \d+ nodes .* would not fit "
+                                         r"in the plane of a graph of 4 nodes") as err:
+        transtub(replace(TS100, stubs_per_transit=0), random.Random(0))
+    assert "--stubs" in err.value.hint and "--stub-nodes" in err.value.hint
+
+
 def test_spec_round_trip_and_defaults():
     text = "ts 10 47\n3 0 0\n1 20 3 1.0\n4 20 3 0.6\n8 10 3 0.42\n"
     p = parse_spec(text)

@@ -433,8 +433,12 @@ def transtub(params: TSParams, rng: random.Random, *, quirks: bool = True,
         tscale += 1
     sscale = round(math.sqrt(maxstubnodes * STUB_DENSITY_FACTOR))
     if sscale >= globscale:
-        raise InputError(f"stub domains (scale {sscale}) would not fit in the plane "
-                         f"(scale {globscale}); use more nodes or smaller stubs")
+        raise InputError(
+            f"stub domains of up to {maxstubnodes} nodes (scale {sscale}) would not fit in "
+            f"the plane of a graph of {total} nodes (scale {globscale}): GT-ITM sizes the "
+            f"plane by the whole graph",
+            hint="more stubs per transit node or transit nodes, or fewer nodes per stub "
+                 "(psn topology gtitm --stubs, --transit, --stub-nodes)")
     top = replace(top, scale=globscale)
     trans = replace(trans, scale=tscale)
     stub = replace(stub, scale=sscale)
