@@ -170,6 +170,33 @@ def test_mixed_list_is_a_clear_input_error(spark):
     assert "[1, a]" in err.value.message
 
 
+def test_lists_mixing_integers_and_floats_are_refused(spark):
+    """A column of lists of floats turns integers into floats: a list mixing them (given,
+    or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group
+    held beside lists of floats lost their kind (``[1]`` became ``[1.0]``). Spark refuses
+    them, naming the fix; lists of one kind each, side by side, keep their kinds."""
+    cases = [("d(Y) :- r(L), Y := f_first(L).\n", {"r": [((1, 2.5),)]}, InputError,
+              "[1, 2.5]"),
+             ("b(L) :- r(X), L := [X, 1].\n", {"r": [(2.5,)]}, EvaluationError,
+              "mixing float and integer"),
+             ("c(M) :- r(L, X), M := f_append(L, X).\n", {"r": [((1, 2), 2.5)]},
+              EvaluationError, "mixing integer and float"),
+             ("a(L, count<X>) :- r(L, X).\n", {"r": [((1,), 5), ((2.5,), 6)]},
+              EvaluationError, "a list of integers and a list of floats in one column")]
+    for text, facts, error, said in cases:
+        program = psn.parse(text)
+        assert psn.evaluate(program, facts)            # Python evaluates every one
+        with pytest.raises(error) as err:
+            evaluate_spark(program, facts, session=spark)
+        assert said in err.value.message
+        assert "--engine python" in err.value.message + (err.value.hint or "")
+    program = psn.parse("e(L) :- r(L).\nn(L, count<X>) :- s(L, X).\n")
+    facts = {"r": [((1,),), ((2.5,),)], "s": [((1,), 1), ((3,), 2), ((), 3)]}
+    got = evaluate_spark(program, facts, session=spark)
+    assert _typed(got) == _typed(psn.evaluate(program, facts))
+    assert {type(x) for (lst,) in got["e"] for x in lst} == {int, float}
+
+
 @pytest.mark.parametrize("master", ["bogus://x", "local[x]", "spark:/h:7077", ""])
 def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master, capsys):
     """Spark's own refusal of a bad master came as a Java stack trace and a Python
@@ -349,16 +376,19 @@ def test_nan_compares_as_in_python(spark):
 
 
 def test_aggregate_selection_over_integer_and_float_costs(spark):
-    """Shortest path whose costs (or nodes) mix integers and floats was
-    refused by the Spark reference ("needs one kind per argument"); the two kinds compete
-    in one group as they do in Python. Costs that mix numbers and strings are an
-    evaluation error in both (Python's aggregate selection raised a TypeError)."""
+    """Shortest path whose costs mix integers and floats was refused by the Spark reference
+    ("needs one kind per argument"); the two kinds compete in one group as they do in
+    Python. Nodes that mix them make path vectors that mix them, which Spark refuses (it
+    held the integers as floats). Costs that mix numbers and strings are an evaluation
+    error in both (Python's aggregate selection raised a TypeError)."""
     program = psn.parse(SHORTEST)
-    links = [(1, 2, 1), (2, 3, 2.5), (1, 3, 4), (3, 1.0, 1)]
+    links = [(1, 2, 1), (2, 3, 2.5), (1, 3, 4), (3, 1, 1)]
     got = evaluate_spark(program, {"link": links}, session=spark)
     want = psn.evaluate(program, {"link": links})
-    _agree(want, got)
-    assert got["path"] and len(got["path"]) == len(want["path"])
+    assert _typed(got) == _typed(want)
+    assert {type(t[3]) for t in got["path"]} == {int, float}   # the costs
+    with pytest.raises(EvaluationError, match="cannot build a list mixing integer and float"):
+        evaluate_spark(program, {"link": links + [(3, 1.0, 2)]}, session=spark)
     bad = [(1, 2, 1), (2, 3, "x")]
     program = psn.parse("sp1 path(S, D, C) :- link(S, D, C).\n"
                         "sp2 path(S, D, C) :- link(S, Z, C1), path(Z, D, C2), C := C1 + C2.\n"
@@ -369,8 +399,15 @@ def test_aggregate_selection_over_integer_and_float_costs(spark):
 
 
 def _typed(rels):
-    """Relations with each value's type beside it, so ``1`` and ``1.0`` differ."""
-    return {p: {tuple((type(v).__name__, v) for v in t) for t in r} for p, r in rels.items()}
+    """Relations with each value's type beside it (within lists too), so ``1`` and ``1.0``
+    differ."""
+    return {p: {tuple(_with_type(v) for v in t) for t in r} for p, r in rels.items()}
+
+
+def _with_type(value):
+    if isinstance(value, tuple):
+        return "list", tuple(_with_type(v) for v in value)
+    return type(value).__name__, value
 
 
 def test_a_term_keeps_the_kind_python_gives_it_row_by_row(spark):

@@ -167,12 +167,13 @@ class _Compiler:
         parts = [self.term(i) for i in t.items]
         k = K.NULL
         for _, pk in parts:
-            u = K.unify(k, pk)
+            u = K.unify_held(K.array(k), K.array(pk))
             if u is None:
                 raise EvaluationError(
                     "the Spark reference cannot build a list mixing "
-                    f"{K.describe(k)} and {K.describe(pk)} elements", t.span)
-            k = u
+                    f"{K.describe(k)} and {K.describe(pk)} elements (use --engine python)",
+                    t.span)
+            k = K.elem(u)
         return self.F.array(*[cast(c, k) for c, _ in parts]), K.array(k)
 
     def binop(self, t: A.BinOp):
@@ -214,11 +215,12 @@ class _Compiler:
     def _join_lists(self, t, parts):
         k = K.array(K.NULL)
         for _, pk in parts:
-            u = K.unify(k, pk)
+            u = K.unify_held(k, pk)
             if u is None:
                 raise EvaluationError(
                     f"{t.name}: the Spark reference cannot build a list mixing "
-                    f"{K.describe(K.elem(k))} and {K.describe(K.elem(pk))} elements", t.span)
+                    f"{K.describe(K.elem(k))} and {K.describe(K.elem(pk))} elements "
+                    "(use --engine python)", t.span)
             k = u
         return self.F.concat(*[cast(c, k) for c, _ in parts]), k
 

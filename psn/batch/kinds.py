@@ -19,11 +19,14 @@ kind                NDlog values           Spark storage type
 ``nil`` is ``("array", "null")``: a list with no elements, which unifies with every list
 (``NullType`` casts to every type, so ``nil`` in a column of lists of lists casts too; a
 ``StringType`` did not cast to an array type).
-Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python): the kind
-of a list holding both (its integers are held as floats). A single value keeps its kind:
+Integers and floats unify to ``"double"`` (``1 == 1.0`` in NDlog as in Python), and so do
+lists of them where they are only compared. A single value keeps its kind:
 :mod:`psn.batch.spark` splits rows by kind where a value's kind depends on the row. A list
-whose elements mix numbers, strings or lists of different kinds (``[1, a]``) has no kind:
-the Spark reference rejects it with :class:`~ndlog.errors.InputError` (documented limit).
+whose elements mix integers and floats (``[1, 2.5]``), or numbers, strings or lists of
+different kinds (``[1, a]``), has no kind (:func:`unify_held`): a column of floats would
+turn its integers into floats. The Spark reference refuses such a list, and lists of
+integers and lists of floats that one group or aggregate would hold together (documented
+limit).
 
 Deliberately not here: Spark expressions (see :mod:`psn.batch.spark`); this module imports
 pyspark only inside :func:`storage`.
@@ -35,7 +38,7 @@ from ndlog.builtins import format_value
 from ndlog.errors import InputError
 
 __all__ = ["LONG", "DOUBLE", "STRING", "NULL", "array", "is_array", "is_number", "elem",
-           "kind_of", "unify", "storage", "to_storage", "from_storage", "from_json", "describe",
+           "kind_of", "unify", "unify_held", "storage", "to_storage", "from_storage", "from_json", "describe",
            "signature_of"]
 
 LONG, DOUBLE, STRING, NULL = "long", "double", "string", "null"
@@ -78,6 +81,22 @@ def unify(a, b):
     return None
 
 
+def unify_held(a, b):
+    """The kind of one column that holds values of kinds ``a`` and ``b`` each as Python
+    gives it, or ``None``: as :func:`unify`, except that no list holds integers and floats
+    (as elements, or as lists of lists), since a column of lists of floats turns the
+    integers into floats (``[1, 2.5]`` read back as ``[1.0, 2.5]``). Numbers outside lists
+    still unify to ``DOUBLE``: where a position holds both, the Spark evaluator keeps each
+    row's kind by a flag."""
+    if is_array(a) and is_array(b):
+        ea, eb = elem(a), elem(b)
+        if is_number(ea) and is_number(eb) and ea != eb:
+            return None
+        e = unify_held(ea, eb)
+        return None if e is None else array(e)
+    return unify(a, b)
+
+
 def kind_of(value):
     """The kind of one NDlog value.
 
@@ -100,13 +119,13 @@ def kind_of(value):
     if isinstance(value, (tuple, list)):
         k = NULL
         for v in value:
-            u = unify(k, kind_of(v))
+            u = unify_held(array(k), array(kind_of(v)))
             if u is None:
                 raise InputError(
                     f"the Spark reference cannot hold the list {format_value(tuple(value))}: "
-                    "its elements mix kinds (numbers, strings, lists)",
+                    "its elements mix kinds (integers and floats, numbers, strings, lists)",
                     hint="use --engine python for lists with mixed element kinds")
-            k = u
+            k = elem(u)
         return array(k)
     raise InputError(f"{value!r} is not an NDlog value")
 
@@ -166,5 +185,12 @@ def from_json(value, k):
 def describe(k) -> str:
     """Human-readable kind, for error messages."""
     if is_array(k):
-        return "a list" if elem(k) == NULL else f"a list of {describe(elem(k))}s"
+        return "a list" if elem(k) == NULL else f"a list of {_plural(elem(k))}"
     return {LONG: "integer", DOUBLE: "float", STRING: "string", NULL: "nothing"}[k]
+
+
+def _plural(k) -> str:
+    """``k`` described in the plural ("integers", "lists of floats")."""
+    if is_array(k):
+        return "lists" if elem(k) == NULL else f"lists of {_plural(elem(k))}"
+    return describe(k) + "s"

@@ -547,6 +547,9 @@ class _Run:
             return [_Frame(_union(unit).limit(1), {})]
         out: list[_Frame] = []
         for kinds, members in clusters:
+            for n in names:
+                _unify_all([f.kinds[n] for f in members],
+                           self._refuse_lists(rule, f"variable {n}"), K.unify_held)
             mixed = [n for n in names if _mixes({f.kinds[n] for f in members})]
             if not mixed:
                 dfs = [f.df.select(*[cast(F.col(var_column(n)), kinds[n]).alias(var_column(n))
@@ -646,7 +649,8 @@ class _Run:
         aggs = rule.head.aggregates
         keys = {i: [kinds[i] for _, kinds, _ in parts] for i in parts[0][1]}
         values = [[kinds[j] for _, _, kinds in parts] for j in range(len(aggs))]
-        unified = {i: _unify_all(ks) for i, ks in keys.items()}
+        unified = {i: _unify_all(ks, self._refuse_lists(rule, f"argument {i + 1} of the head"),
+                                 K.unify_held) for i, ks in keys.items()}
         value_kinds = [self._aggregated_kind(rule, agg, ks)
                        for (_, agg), ks in zip(aggs, values)]
         mixed_keys = [i for i, ks in keys.items() if _mixes(ks)]
@@ -685,10 +689,24 @@ class _Run:
         """The kind that holds every aggregated value, or the error of values that mix
         kinds no column holds."""
         def refuse(k, other):
+            if K.unify(k, other) is not None:   # lists of integers and of floats
+                self._refuse_lists(rule, f"{agg.func}<...>")(k, other)
             raise EvaluationError(
                 f"{agg.func}<...> in rule {rule.name} over values of different kinds "
                 f"({K.describe(k)} and {K.describe(other)})", agg.span, self.program.source)
-        return _unify_all(kinds, refuse)
+        return _unify_all(kinds, refuse, K.unify_held)
+
+    def _refuse_lists(self, rule: A.Rule, what: str):
+        """A ``refuse`` for :func:`_unify_all` with :func:`psn.batch.kinds.unify_held`:
+        the error of lists of integers and lists of floats that one column of ``rule``
+        would hold (``what``: a group key, a variable of an aggregate's body, an aggregate's
+        value), turning the integers into floats."""
+        def refuse(k, other):
+            raise EvaluationError(
+                f"rule {rule.name}: the Spark reference cannot hold {K.describe(k)} and "
+                f"{K.describe(other)} in one column ({what}): the integers would become "
+                "floats; use --engine python", rule.span, self.program.source)
+        return refuse
 
     def _group_columns(self, part, unified: dict, mixed_keys: list, value_kinds: list,
                        mixed: list):
@@ -753,12 +771,13 @@ class _Run:
             (F.col(f"_f{j}"), F.col(f"_i{j}"), F.col(f"_d{j}"))
 
 
-def _unify_all(kinds, refuse=None):
-    """The kind holding values of every kind of ``kinds``; where two kinds do not unify,
-    ``refuse(kind so far, kind)`` raises (without it, ``kinds`` are known to unify)."""
+def _unify_all(kinds, refuse=None, unify=K.unify):
+    """The kind holding values of every kind of ``kinds`` (by ``unify``); where two kinds
+    do not unify, ``refuse(kind so far, kind)`` raises (without it, ``kinds`` are known to
+    unify)."""
     out = K.NULL
     for k in kinds:
-        u = K.unify(out, k)
+        u = unify(out, k)
         if u is None and refuse is not None:
             refuse(out, k)
         out = u
