@@ -38,8 +38,8 @@ from ndlog.builtins import format_value
 from ndlog.errors import InputError
 
 __all__ = ["LONG", "DOUBLE", "STRING", "NULL", "array", "is_array", "is_number", "elem",
-           "kind_of", "unify", "unify_held", "storage", "to_storage", "from_storage", "from_json", "describe",
-           "signature_of"]
+           "kind_of", "unify", "unify_held", "storage", "to_storage", "from_storage",
+           "from_json", "describe", "signature_of"]
 
 LONG, DOUBLE, STRING, NULL = "long", "double", "string", "null"
 _LIMIT = 1 << 63
