@@ -140,7 +140,7 @@ def add_run_options(p: argparse.ArgumentParser, *, engine: bool = True) -> None:
                      "psn.evaluate (python, the default) or Spark batch jobs (spark); exit 1 "
                      "on a difference")
     out.add_argument("--spark-master", default=None, metavar="URL",
-                     help="Spark master for --check spark (default: local)")
+                     help="Spark master for --check spark (default: local[*])")
     out.add_argument("--why", action="append", default=[], metavar="FACT",
                      help="print the provenance of FACT, e.g. 'reachable(@a,c)', as a "
                      "minimal sum of products of base facts (needs absorption)")
