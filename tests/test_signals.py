@@ -205,6 +205,34 @@ def test_a_stopped_verify_stops_its_workers(tmp_path, sig, status, said):
     assert _gone(workers)
 
 
+_FORKING = """
+import os, signal
+from psn.cli import Terminated, _OnSigterm
+from psn.verify.search import _start_quiet
+
+class Forking:
+    def start(self):                # SIGTERM comes while the command forks a worker
+        os.kill(os.getpid(), signal.SIGTERM)
+
+with _OnSigterm().installed():
+    try:
+        _start_quiet([Forking()])
+    except Terminated:
+        print("terminated")
+"""
+
+
+def test_sigterm_while_verify_forks_its_workers_reaches_the_command():
+    """SIGTERM's default action was set around the fork of the workers, in the command
+    too: a SIGTERM sent then ended the command at once, with no message, and left its
+    workers searching for the rest of the budget (27 of 40 SIGTERMs sent as soon as the
+    second worker appeared; the test above waits 0.1 s between looks and met it rarely).
+    Here the signal comes inside the fork, every time."""
+    done = subprocess.run([sys.executable, "-c", _FORKING], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "terminated\n"), done.stderr
+
+
 def test_a_verify_worker_killed_from_outside_is_a_clear_error(tmp_path):
     proc, workers = _start(_verify_args(tmp_path), tmp_path, 2)
     os.kill(workers[0], signal.SIGKILL)

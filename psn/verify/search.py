@@ -54,7 +54,9 @@ import queue as queue_module
 import random
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.signals import handling, held
@@ -568,16 +570,32 @@ def _start_quiet(procs: list) -> None:
     """Fork ``procs`` with SIGTERM's default action: the parent stops its workers with
     SIGTERM, and a worker that inherited the command's handler (psn.cli.Terminated)
     printed a traceback when stopped. Set around the fork, not in the worker, which
-    could be stopped before its first line. Ctrl-C is held meanwhile: one that came while
-    the parent ran the fork's own hooks was dropped there ('Exception ignored'), and the
-    search went on for its whole budget (a worker inherits the holding handler, and is
-    stopped by SIGTERM)."""
-    with held((signal.SIGINT,)), handling(signal.SIGTERM, signal.SIG_DFL):
+    could be stopped before its first line. SIGTERM is blocked meanwhile, so that one
+    sent to the parent in that window waits for the parent's own handler (the default
+    action ended the command and left its workers searching for the rest of the budget),
+    and one sent to a worker before its first line waits for :func:`_worker` to unblock
+    it. Ctrl-C is held meanwhile: one that came while the parent ran the fork's own hooks
+    was dropped there ('Exception ignored'), and the search went on for its whole budget
+    (a worker inherits the holding handler, and is stopped by SIGTERM)."""
+    with held((signal.SIGINT,)), _blocked(signal.SIGTERM), \
+            handling(signal.SIGTERM, signal.SIG_DFL):
         for p in procs:
             p.start()
 
 
+@contextmanager
+def _blocked(sig: int) -> Iterator[None]:
+    """Block ``sig`` in this thread inside the block (a forked process inherits the
+    block); one that comes meanwhile is delivered when the block ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+
+
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})   # see _start_quiet
     if worker:
         search.progress = None
     try:
