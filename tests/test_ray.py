@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 
 import pytest
 
@@ -291,8 +292,10 @@ def test_killed_worker_is_restarted_and_run_converges(ray_pool):
     net = RayNetwork(REACH, {"link": links[:60]}, annotation="set", pool=ray_pool,
                      workers=3).run()
     net.apply(_insert({"link": links[60:]}))
+    pid = _pid(net.actors[1])
     net.start()                      # the burst is in flight between workers ...
     ray.kill(net.actors[1], no_restart=False)   # ... when worker 1 dies
+    _wait_gone(net.actors[1], pid)
     net.run()
     assert net.recoveries >= 1
     _assert_same(net.relations(), _reference(REACH, {"link": links}))
@@ -304,11 +307,33 @@ def test_worker_dead_for_good_is_replaced(ray_pool):
     net = RayNetwork(REACH, {"link": links[:40]}, annotation="set", pool=ray_pool,
                      workers=4).run()
     old = net.actors[3]
+    pid = _pid(old)
     net.apply(_insert({"link": links[40:]})).start()
     ray.kill(old, no_restart=True)             # Ray will not restart this one
+    _wait_gone(old, pid)
     net.run()
     assert net.actors[3] is not old and len(ray_pool) == 4
     _assert_same(net.relations(), _reference(REACH, {"link": links}))
+
+
+def _pid(actor) -> int:
+    return ray.get(actor.ping.remote(), timeout=60)[0]
+
+
+def _wait_gone(actor, pid: int, seconds: float = 60.0) -> None:
+    """Wait until process ``pid`` no longer answers for ``actor``: ``ray.kill`` returns
+    before the process dies, so a run started at once could finish on the old process
+    (and a read of its relations too), with no loss to recover from. Once killed, a call
+    fails, or a restarted process (another pid) answers it."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if _pid(actor) != pid:
+                return
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the killed worker still answered after {seconds:g} s")
 
 
 def test_worker_crashing_while_handling_a_batch(ray_pool):
