@@ -236,7 +236,10 @@ def test_a_run_over_budget_is_in_the_data(tmp_path):
 def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
     """The time budget's alarm can land where Python cannot raise (a destructor): nothing
     is printed as an ignored exception, and the alarm rings again where it stops the run.
-    Afterwards the unraisable hook is the one before."""
+    Afterwards the unraisable hook is the one before. The alarm is blocked until the
+    destructor runs: rung before it (the test stalled for its 0.02 s on a loaded machine),
+    it stopped the block there, and the destructor never ran."""
+    import signal
     import sys
     import time
     from psn.experiment.runs import TimeBudgetExceeded, alarm
@@ -247,17 +250,21 @@ def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
         def __del__(self):
             if first:
                 first.clear()
-                end = time.monotonic() + 0.1
-                while time.monotonic() < end:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+                while time.monotonic() < start + 60.0:   # until the alarm rings, here
                     pass
 
     hook = sys.unraisablehook
     start = time.monotonic()
-    with pytest.raises(TimeBudgetExceeded, match="time budget of 0.02 s"):
-        with alarm(0.02):
-            Slow()                      # the alarm rings in its destructor
-            while time.monotonic() < start + 2.0:
-                pass
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    try:
+        with pytest.raises(TimeBudgetExceeded, match="time budget of 0.02 s"):
+            with alarm(0.02):
+                Slow()                  # the alarm rings in its destructor
+                while time.monotonic() < start + 60.0:   # and again here
+                    pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
     assert not first
     assert "Exception ignored" not in capfd.readouterr().err
     assert sys.unraisablehook is hook
