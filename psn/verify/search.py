@@ -586,12 +586,13 @@ def _start_quiet(procs: list) -> None:
 @contextmanager
 def _blocked(sig: int) -> Iterator[None]:
     """Block ``sig`` in this thread inside the block (a forked process inherits the
-    block); one that comes meanwhile is delivered when the block ends."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+    block); one that comes meanwhile is delivered when the block ends, which puts back
+    the signal mask as it was."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _worker(search: Search, mode: str, level: int, worker: int, jobs: int, queue) -> None:
