@@ -170,6 +170,16 @@ def test_mixed_list_is_a_clear_input_error(spark):
     assert "[1, a]" in err.value.message
 
 
+def test_a_constant_head_beside_a_recursive_join(spark):
+    """Spark failed inside its optimizer ("key not found: c0#10L", its constraint
+    propagation through a union) on a recursive relation with a rule whose head is a
+    constant beside a rule joining the relation (found by differential fuzzing)."""
+    program = psn.parse("p(N) :- link(1, N).\np(1) :- p(0).\np(N) :- p(N), link(N, 0).\n")
+    facts = {"link": [(0, 2), (1, 0), (2, 1), (0, 1), (1, 2), (2, 0)]}
+    got = evaluate_spark(program, facts, session=spark)
+    assert got == psn.evaluate(program, facts) and got["p"] == {(0,), (1,), (2,)}
+
+
 def test_lists_mixing_integers_and_floats_are_refused(spark):
     """A column of lists of floats turns integers into floats: a list mixing them (given,
     or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group

@@ -88,6 +88,8 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
         Also return auxiliary predicates introduced by rewrites.
     session:
         A :class:`pyspark.sql.SparkSession`; default :func:`psn.batch.session.get_session`.
+        Its SQL setting ``spark.sql.constraintPropagation.enabled`` is turned off (Spark's
+        constraint propagation failed on some recursive programs).
     master:
         Spark master URL used when ``session`` is not given (default local).
     stats:
@@ -157,6 +159,10 @@ class _Run:
         from pyspark.sql import functions as F
         self.F = F
         self.spark = session
+        # Catalyst's constraint propagation through a union failed ("key not found:
+        # c0#10L") on a recursive rule with a constant head beside one with a join:
+        # p(N) :- link(1, N).  p(1) :- p(0).  p(N) :- p(N), link(N, 0).
+        session.conf.set("spark.sql.constraintPropagation.enabled", "false")
         self.program = program
         self.errors = ErrorTable(program.source)
         self.specs: dict[str, AggSelSpec] = (aggsel_candidates(program)
