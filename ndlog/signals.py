@@ -5,9 +5,9 @@ the previous one back. :func:`held` holds Ctrl-C (SIGINT) and SIGTERM back while
 must not be cut short runs: starting Ray or a Spark session, which an interrupt in the
 middle left with processes running and nobody to stop them; a process pool's own code,
 which an interrupt inside left unable to shut down; and CUDD's constructor, which an
-exception inside leaves half-made, its destructor printing an error. The signal is then acted on as soon as
-the block ends, as it would have been. Both act in the main thread only, where Python runs
-signal handlers; elsewhere they change nothing.
+exception inside leaves half-made, its destructor printing an error. The signal is then
+acted on as soon as the block ends, as it would have been. Both act in the main thread
+only, where Python runs signal handlers; elsewhere they change nothing.
 
 Deliberately not here: what a command does when it is stopped (``psn.cli`` turns SIGTERM
 into :class:`psn.cli.Terminated` and prints the exit message), and stopping the processes a
