@@ -180,6 +180,27 @@ def test_a_constant_head_beside_a_recursive_join(spark):
     assert got == psn.evaluate(program, facts) and got["p"] == {(0,), (1,), (2,)}
 
 
+def test_an_integer_is_ordered_against_a_float_exactly(spark):
+    """``<``, ``<=``, ``>``, ``>=`` between an integer and a float cast the integer to a
+    float, which rounds beyond 2^53: ``2**53 + 1 > 2.0**53`` was false, and ``2**63 - 1 <
+    2.0**63`` too. Both orders of the operands, whole and fractional floats, infinities,
+    floats beyond 64 bits, and a nan (never ordered)."""
+    ops = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    text = "".join(f"{n}(X, Y) :- big(X), fl(Y), X {o} Y.\n"
+                   f"r{n}(Y, X) :- fl(Y), big(X), Y {o} X.\n" for n, o in ops.items())
+    text += ("n1(X) :- big(X), Y := infinity - infinity, X < Y.\n"
+             "n2(X) :- big(X), Y := infinity - infinity, Y <= X.\n")
+    big = [2**53 + 1, 2**53, -(2**53 + 1), 5, 4, -5, 0, 2**62, -2**63, 2**63 - 1]
+    fl = [2.0**53, -2.0**53, 4.5, 5.0, -4.5, 0.0, float("inf"), float("-inf"), 1e300,
+          -1e300, 2.0**63, -2.0**63]
+    facts = {"big": [(x,) for x in big], "fl": [(y,) for y in fl]}
+    program = psn.parse(text)
+    got = evaluate_spark(program, facts, session=spark)
+    assert got == psn.evaluate(program, facts)
+    assert (2**53 + 1, 2.0**53) in got["gt"] and (2**63 - 1, 2.0**63) in got["lt"]
+    assert got["n1"] == got["n2"] == set()
+
+
 def test_lists_mixing_integers_and_floats_are_refused(spark):
     """A column of lists of floats turns integers into floats: a list mixing them (given,
     or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group

@@ -108,6 +108,20 @@ def equal(a, ka, b, kb):
         .otherwise(F.lit(False))
 
 
+def order(i, d):
+    """An integer Column: the sign of ``i - d`` for an integer ``i`` and a float ``d`` that
+    is not a nan, exactly as Python compares them. A cast of the integer to a float would
+    round integers beyond 2^53, so that ``2**53 + 1 > 2.0**53`` was false: the integer is
+    compared with the float's floor instead (a float beyond 64 bits, or infinite, is
+    beyond every integer)."""
+    from pyspark.sql import functions as F
+    inside = (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
+    floor = F.floor(F.when(inside, d).otherwise(F.lit(0.0))).cast("long")
+    return (F.when(~inside, F.when(d > 0, F.lit(-1)).otherwise(F.lit(1)))
+            .when(i < floor, F.lit(-1)).when(i > floor, F.lit(1))
+            .when(floor.cast("double") == d, F.lit(0)).otherwise(F.lit(-1)))
+
+
 class _Compiler:
     """Compile terms over a frame whose variables have the kinds in ``kinds``."""
 
@@ -325,8 +339,11 @@ class _Compiler:
         if k is None:
             return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
                                     f"{K.describe(kb)}", lit.span).isNull()
-        a, b = cast(a, k), cast(b, k)
-        test = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[lit.op]
+        x, y = a, b
+        if {ka, kb} == {K.LONG, K.DOUBLE}:   # exactly, as Python compares them
+            x, y = (order(a, b) if ka == K.LONG else -order(b, a)), F.lit(0)
+        a, b, x, y = cast(a, k), cast(b, k), cast(x, k), cast(y, k)
+        test = {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
         return self._nan(k, a, b, F.lit(False), test)
 
     def _nan(self, k, a, b, if_nan, otherwise):
