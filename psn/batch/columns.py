@@ -32,7 +32,7 @@ from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
 __all__ = ["ErrorTable", "Split", "var_column", "compile_term", "compile_compare", "cast",
-           "equal", "MARKER"]
+           "equal", "order", "within_64_bits", "MARKER"]
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
@@ -103,9 +103,14 @@ def equal(a, ka, b, kb):
         return cast(a, u) == cast(b, u)
     from pyspark.sql import functions as F
     i, d = (a, b) if ka == K.LONG else (b, a)
-    inside = (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
-    return (i.cast("double") == d) & F.when(inside, d.cast("long") == i) \
+    return (i.cast("double") == d) & F.when(within_64_bits(d), d.cast("long") == i) \
         .otherwise(F.lit(False))
+
+
+def within_64_bits(d):
+    """A boolean Column: the float ``d`` lies where a 64-bit integer can hold its whole
+    part (so that casting it to an integer neither overflows nor saturates)."""
+    return (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
 
 
 def order(i, d):
@@ -115,7 +120,7 @@ def order(i, d):
     compared with the float's floor instead (a float beyond 64 bits, or infinite, is
     beyond every integer)."""
     from pyspark.sql import functions as F
-    inside = (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
+    inside = within_64_bits(d)
     floor = F.floor(F.when(inside, d).otherwise(F.lit(0.0))).cast("long")
     return (F.when(~inside, F.when(d > 0, F.lit(-1)).otherwise(F.lit(1)))
             .when(i < floor, F.lit(-1)).when(i > floor, F.lit(1))

@@ -53,7 +53,7 @@ from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
 from .columns import (ErrorTable, Split, cast, compile_compare, compile_term, equal,
-                      var_column)
+                      var_column, within_64_bits)
 
 __all__ = ["evaluate_spark", "SparkStats"]
 
@@ -804,8 +804,8 @@ def _number_key(c, k):
     if k == K.LONG:
         return c, F.lit(None).cast("double"), F.lit(0)
     c = c.cast("double")
-    inside = (c >= -float(_LONG_LIMIT)) & (c < float(_LONG_LIMIT))
-    whole = F.when(inside, c.cast("long").cast("double") == c).otherwise(F.lit(False))
+    whole = F.when(within_64_bits(c), c.cast("long").cast("double") == c) \
+        .otherwise(F.lit(False))
     return F.when(whole, c.cast("long")), F.when(~whole, c), F.lit(1)
 
 
