@@ -15,7 +15,7 @@ not this operator.
 from __future__ import annotations
 
 from ndlog.errors import EvaluationError
-from ndlog.builtins import aggregate_value, format_value
+from ndlog.builtins import BuiltinError, aggregate_value, format_value
 from .program import AggregateSpec
 
 __all__ = ["AggregateOperator"]
@@ -85,4 +85,7 @@ class AggregateOperator:
                 raise EvaluationError(
                     f"{func}<...> in rule {spec.rule} over values that cannot be combined: "
                     f"{', '.join(format_value(v) for v in col[:3])}", spec.span) from None
+            except BuiltinError as exc:
+                raise EvaluationError(f"{func}<...> in rule {spec.rule}: {exc}",
+                                      spec.span) from None
         return tuple(row)

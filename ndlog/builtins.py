@@ -19,7 +19,15 @@ from typing import Callable
 from .errors import InputError
 
 __all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggregate_value",
-           "fact_values"]
+           "fact_values", "NOT_A_NUMBER", "BEYOND_FLOATS", "brief_value"]
+
+#: the end of every error for a computed nan (``infinity - infinity``, ``0 * infinity``)
+NOT_A_NUMBER = ("is not a number (nan), which NDlog refuses: a nan equals nothing, itself "
+                "included, so a fact holding one could never be matched or deleted")
+
+#: the end of every error for a value a float cannot hold (an integer beyond 1.8e308 met
+#: by float arithmetic, a distance whose square overflows)
+BEYOND_FLOATS = "is beyond the float range"
 
 
 class _NotAValue(Exception):
@@ -94,14 +102,23 @@ def aggregate_value(func: str, values: list):
         return max(values)
     if any(isinstance(v, float) for v in values):
         total = _float_sum(values)
+        if total != total:
+            raise BuiltinError(f"the sum of infinity and -infinity {NOT_A_NUMBER}")
     else:
         total = sum(values)
-    return total if func == "sum" else total / len(values)
+    if func == "sum":
+        return total
+    try:
+        return total / len(values)
+    except OverflowError:
+        raise BuiltinError(f"the average of {brief_value(total)} over {len(values)} values "
+                           f"{BEYOND_FLOATS}") from None
 
 
 def _float_sum(values: list) -> float:
     """The correctly rounded sum of ``values``, whatever their order: IEEE's answer when a
-    value is infinite or NaN, ``±inf`` when the exact sum is beyond the float range."""
+    value is infinite (nan for both infinities), ``±inf`` when the exact sum is beyond the
+    float range."""
     odd = [v for v in values if isinstance(v, float) and not math.isfinite(v)]
     if odd:
         return sum(odd)          # nan, or an infinity: the same in every order
@@ -185,7 +202,15 @@ def f_dist(p, q):
         raise BuiltinError(f"f_dist of positions of different dimension: {p} and {q}")
     for v in p + q:
         _need_number("f_dist", v)
-    return math.sqrt(sum((a - b) ** 2 for a, b in zip(p, q)))
+    try:
+        d = math.sqrt(sum((a - b) ** 2 for a, b in zip(p, q)))
+    except OverflowError:       # a square past the float range, or an integer beyond it
+        d = math.inf
+    if d != d:                  # infinity - infinity
+        raise BuiltinError(f"f_dist of {format_value(p)} and {format_value(q)} {NOT_A_NUMBER}")
+    if d == math.inf and all(type(v) is int or math.isfinite(v) for v in p + q):
+        raise BuiltinError(f"f_dist of {brief_value(p)} and {brief_value(q)} {BEYOND_FLOATS}")
+    return d
 
 
 def f_abs(x):
@@ -225,6 +250,19 @@ ARITY: dict[str, int] = {
     "f_concat": 2, "f_append": 2, "f_prepend": 2, "f_member": 2, "f_size": 1, "f_first": 1,
     "f_last": 1, "f_dist": 2, "f_abs": 1, "f_min": 2, "f_max": 2,
 }
+
+
+def brief_value(v) -> str:
+    """:func:`format_value` for an error message, an integer of more than 30 digits (or a
+    list holding one) named by its number of digits."""
+    text = format_value(v)
+    if len(text) <= 60:
+        return text
+    if isinstance(v, int):
+        return f"an integer of {len(text.lstrip('-'))} digits"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(brief_value(x) for x in v) + "]"
+    return text
 
 
 def format_value(v, quoted: bool = False) -> str:

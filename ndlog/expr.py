@@ -8,6 +8,9 @@ Semantics (documented in ``docs/language.md``): ``+ - *`` as in Python on number
 ``/`` divides, truncating toward zero when both operands are integers (as P2 and C do), and
 ``%`` is the matching remainder (its sign is the dividend's, as C's and Spark SQL's); ``==`` and
 ``!=`` compare any values; ordering comparisons need two numbers or two strings or two lists.
+An operation whose result is not a number (``infinity - infinity``, ``0 * infinity``,
+``infinity % 2``) or that meets an integer beyond the float range in float arithmetic is an
+error: no value is ever a nan, so every value equals itself.
 
 Deliberately not here: deciding *when* a literal can be evaluated (binding order is the
 evaluators' business) and error positions beyond the term's own span.
@@ -20,7 +23,8 @@ import operator
 from typing import Callable
 
 from . import ast as A
-from .builtins import BUILTINS, BuiltinError, format_value
+from .builtins import (BEYOND_FLOATS, BUILTINS, NOT_A_NUMBER, BuiltinError, brief_value,
+                       format_value)
 from .errors import EvaluationError
 
 __all__ = ["compile_term", "compile_compare", "eval_const_term", "CompiledTerm"]
@@ -47,8 +51,8 @@ def _mod(a, b):
         return a - b * _div(a, b)
     if b == 0:
         raise ZeroDivisionError
-    if math.isinf(a):            # IEEE's (and Spark's) remainder; math.fmod raises here
-        return math.nan
+    if math.isinf(a):            # IEEE's remainder, a nan (refused by the caller); math.fmod
+        return math.nan          # raises here
     return math.fmod(a, b)
 
 
@@ -89,10 +93,17 @@ def _compile_binop(term: A.BinOp) -> CompiledTerm:
     def run(env):
         a, b = _num(op, left(env), span), _num(op, right(env), span)
         try:
-            return fn(a, b)
+            r = fn(a, b)
         except ZeroDivisionError:
             raise EvaluationError(f"division by zero in {format_value(a)} {op} 0",
                                   span) from None
+        except OverflowError:       # an integer beyond the float range met by a float
+            raise EvaluationError(f"{brief_value(a)} {op} {brief_value(b)} {BEYOND_FLOATS}",
+                                  span) from None
+        if r != r:
+            raise EvaluationError(f"{format_value(a)} {op} {format_value(b)} {NOT_A_NUMBER}",
+                                  span)
+        return r
     return run
 
 

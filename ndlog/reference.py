@@ -50,7 +50,7 @@ from typing import Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.analysis import (AggSelSpec, aggsel_candidates, aggsel_mode, monotone_error,
                             monotone_ok, strata)
-from ndlog.builtins import aggregate_value, fact_values, format_value
+from ndlog.builtins import BuiltinError, aggregate_value, fact_values, format_value
 from ndlog.checks import check_table_sizes
 from ndlog.errors import EvaluationError, InputError, NDlogSemanticError, PSNError
 from ndlog.expr import compile_compare, compile_term
@@ -430,6 +430,9 @@ def _eval_aggregate_rule(rule: A.Rule, full: Callable[[str], Relation]) -> set[t
                     f"{agg.func}<...> in rule {rule.name} over values that cannot be "
                     f"combined: {', '.join(format_value(v) for v in col[:3])}",
                     agg.span) from None
+            except BuiltinError as exc:
+                raise EvaluationError(f"{agg.func}<...> in rule {rule.name}: {exc}",
+                                      agg.span) from None
         out.add(tuple(row))
     return out
 

@@ -250,3 +250,22 @@ def test_settings_of_the_wrong_kind_are_input_errors():
             (lambda: Network(program, facts, options={"seed": 1}), "options is a RunOptions")]:
         with pytest.raises(InputError, match=what):
             call()
+
+
+@pytest.mark.parametrize("annotation", ["absorption", "derivation", "dred", "relative", "set"])
+def test_a_computed_nan_is_an_error_not_a_fact_that_stays(annotation, tmp_path, capsys):
+    """``infinity - infinity`` made a nan fact. A nan equals nothing, so the deletion of
+    its base fact never found it again: absorption kept ``p(1, nan)`` after ``q`` was
+    deleted, derivation sets stopped with "engine invariant violated", and ``--check``
+    listed each nan fact as both missing and extra. It is now an evaluation error at the
+    operator, in the engine as in the references, and nothing is derived from it."""
+    program = psn.parse("p(@N, X) :- q(@N, A), X := A * 0.0 + infinity - infinity.\n"
+                        "r(@N, X) :- p(@N, X).\n", "nan.ndl")
+    with pytest.raises(psn.EvaluationError, match="infinity - infinity is not a number"):
+        Network(program, {"q": [(1, 5.0)]}, annotation=annotation).run()
+    path = tmp_path / "nan.ndl"
+    path.write_text(program.source)
+    (tmp_path / "q.ndl").write_text("q(@1, 5.0).\n")
+    rc, out, err = _run(capsys, ["run", str(path), "--annotation", annotation,
+                                 "--facts", str(tmp_path / "q.ndl")])
+    assert rc == 2 and "nan.ndl:1:28: error: infinity - infinity is not a number" in err

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ndlog import ast as A
+from ndlog.builtins import BEYOND_FLOATS, NOT_A_NUMBER
 from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
@@ -114,8 +115,8 @@ def within_64_bits(d):
 
 
 def order(i, d):
-    """An integer Column: the sign of ``i - d`` for an integer ``i`` and a float ``d`` that
-    is not a nan, exactly as Python compares them. A cast of the integer to a float would
+    """An integer Column: the sign of ``i - d`` for an integer ``i`` and a float ``d`` (never
+    a nan: no value is one), exactly as Python compares them. A cast of the integer to a float would
     round integers beyond 2^53, so that ``2**53 + 1 > 2.0**53`` was false: the integer is
     compared with the float's floor instead (a float beyond 64 bits, or infinite, is
     beyond every integer)."""
@@ -208,17 +209,24 @@ class _Compiler:
             if k == K.LONG:
                 exact = {"+": F.try_add, "-": F.try_subtract, "*": F.try_multiply}[t.op]
                 return self._no_overflow(t, t.op, exact(a, b)), k
-            return {"+": a + b, "-": a - b, "*": a * b}[t.op], k
+            return self._a_number(t, {"+": a + b, "-": a - b, "*": a * b}[t.op]), k
         zero = self.errors.fail(f"division by zero in {t.op}", t.span)
         if t.op == "/":
             if k == K.LONG:  # the one quotient beyond 64 bits: -2^63 / -1
                 q = self._no_overflow(t, "/", F.when((a == -_LONG_LIMIT) & (b == -1), None)
                                       .otherwise(F.call_function("div", a, b)))
             else:
-                q = a / b
+                q = self._a_number(t, a / b)
             return F.when(b == 0, zero).otherwise(q), k
         # the remainder has the dividend's sign in Spark SQL and in ndlog.expr (math.fmod)
-        return F.when(b == 0, zero).otherwise(a % b), k
+        r = a % b if k == K.LONG else self._a_number(t, a % b)
+        return F.when(b == 0, zero).otherwise(r), k
+
+    def _a_number(self, t: A.BinOp, r):
+        """The float ``r``, failing where it is a nan (``infinity - infinity``), which
+        :mod:`ndlog.expr` refuses."""
+        nan = self.errors.fail(f"the result of '{t.op}' {NOT_A_NUMBER}", t.span)
+        return self.F.when(self.F.isnan(r), nan.cast("double")).otherwise(r)
 
     # -- builtins ------------------------------------------------------------------------
     def call(self, t: A.Call):
@@ -298,9 +306,13 @@ class _Compiler:
                                  t.span)
         a, b = cast(p[0], K.array(K.DOUBLE)), cast(q[0], K.array(K.DOUBLE))
         squares = F.zip_with(a, b, lambda x, y: (x - y) * (x - y))
-        total = F.aggregate(squares, F.lit(0.0), lambda acc, x: acc + x)
+        d = F.sqrt(F.aggregate(squares, F.lit(0.0), lambda acc, x: acc + x))
         bad = self.errors.fail("f_dist of positions of different dimension", t.span)
-        return F.when(F.size(a) != F.size(b), bad).otherwise(F.sqrt(total)), K.DOUBLE
+        nan = self.errors.fail(f"f_dist {NOT_A_NUMBER}", t.span)
+        beyond = self.errors.fail(f"f_dist {BEYOND_FLOATS}", t.span)
+        finite = F.forall(F.concat(a, b), lambda x: F.abs(x) < float("inf"))
+        return (F.when(F.size(a) != F.size(b), bad).when(F.isnan(d), nan)
+                .when((d == float("inf")) & finite, beyond).otherwise(d)), K.DOUBLE
 
     def _f_abs(self, t, x):
         if not K.is_number(x[1]):
@@ -318,11 +330,10 @@ class _Compiler:
                              f"{K.describe(b[1])}", t.span)
         kinds = (a[1], b[1])
         a, b = cast(a[0], k), cast(b[0], k)
-        # Python's f_min(a, b) is ``a if a <= b else b``: the second value beside a nan
         if kinds[0] != kinds[1] and all(map(K.is_number, kinds)):  # integer and float:
             # which the result is depends on the row
-            raise Split(t, self._nan(k, a, b, self.F.lit(False), first_wins(a, b)), *t.args)
-        return self._nan(k, a, b, b, fn(a, b)), k
+            raise Split(t, first_wins(a, b), *t.args)
+        return fn(a, b), k
 
     def _f_min(self, t, a, b):
         return self._extreme(t, a, b, self.F.least, lambda x, y: x <= y)
@@ -339,27 +350,15 @@ class _Compiler:
             if k is None:  # values of different kinds are never equal
                 return F.lit(lit.op == "!=")
             same = equal(a, ka, b, kb)
-            a, b = cast(a, k), cast(b, k)
-            return self._nan(k, a, b, F.lit(lit.op == "!="), ~same if lit.op == "!=" else same)
+            return ~same if lit.op == "!=" else same
         if k is None:
             return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
                                     f"{K.describe(kb)}", lit.span).isNull()
         x, y = a, b
         if {ka, kb} == {K.LONG, K.DOUBLE}:   # exactly, as Python compares them
             x, y = (order(a, b) if ka == K.LONG else -order(b, a)), F.lit(0)
-        a, b, x, y = cast(a, k), cast(b, k), cast(x, k), cast(y, k)
-        test = {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
-        return self._nan(k, a, b, F.lit(False), test)
-
-    def _nan(self, k, a, b, if_nan, otherwise):
-        """``otherwise``, or ``if_nan`` where ``a`` or ``b`` is a float nan (``infinity -
-        infinity``): in Python a nan equals nothing, itself included, and is neither less
-        nor greater than any number; Spark SQL holds nan equal to nan and above every
-        number."""
-        if k != K.DOUBLE:
-            return otherwise
-        F = self.F
-        return F.when(F.isnan(a) | F.isnan(b), if_nan).otherwise(otherwise)
+        x, y = cast(x, k), cast(y, k)
+        return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
 
 
 def compile_term(term: A.Term, kinds: dict, errors: ErrorTable, subst=None):

@@ -48,6 +48,7 @@ from typing import Callable, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, monotone_span, strata
+from ndlog.builtins import NOT_A_NUMBER
 from ndlog.errors import EvaluationError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
@@ -615,6 +616,9 @@ class _Run:
         count = F.count(F.lit(1))
         if k == K.DOUBLE:
             total = self._float_sum()(F.collect_list(c))
+            nan = self.errors.fail(f"{agg.func}<...> in rule {rule.name}: the sum of infinity "
+                                   f"and -infinity {NOT_A_NUMBER}", agg.span)
+            total = F.when(F.isnan(total), nan.cast("double")).otherwise(total)
             if agg.func == "sum":
                 return total, K.DOUBLE
             return total / count.cast("double"), K.DOUBLE
@@ -850,10 +854,10 @@ def _float_sum_udf():
 
     The function is defined in here so that Spark ships it by value: executors need only
     the standard library, not this project. Non-finite values decide the sum as in IEEE
-    arithmetic (NaN if there is a NaN or both infinities, else the infinity); finite values
-    are summed by :func:`math.fsum`, which rounds the exact sum once, and when a partial
-    sum overflows, by exact rational arithmetic (an exact sum beyond the float range
-    rounds to an infinity, as in IEEE arithmetic).
+    arithmetic (NaN for both infinities, which the caller refuses; else the infinity);
+    finite values are summed by :func:`math.fsum`, which rounds the exact sum once, and
+    when a partial sum overflows, by exact rational arithmetic (an exact sum beyond the
+    float range rounds to an infinity, as in IEEE arithmetic).
     """
     from pyspark.sql import functions as F, types as T
 
