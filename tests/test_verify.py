@@ -382,6 +382,21 @@ def test_a_budget_built_directly_is_checked(fields, what):
         psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], budget=Budget(**fields))
 
 
+@pytest.mark.parametrize("mode", ["random", "adversarial"])
+def test_a_random_search_without_a_bound_is_refused(mode):
+    """Budget(None, None) is unbounded: an exhaustive search ends by itself, but a random
+    or adversarial one ran until interrupted."""
+    unbounded = Budget(schedules=None, seconds=None)
+    with pytest.raises(psn.InputError, match=f"a {mode} search with an unbounded budget "
+                                             "would never end") as err:
+        psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], mode=mode,
+                   budget=unbounded)
+    assert "budget=1000" in err.value.render()
+    done = psn.verify(REACH, {"link": [(1, 2), (2, 3)]}, [["-link(@2, 3)"]],
+                      mode="exhaustive", budget=unbounded)
+    assert done.ok and done.complete and done.budget.describe() == "unbounded"
+
+
 def test_nothing_to_verify_is_refused():
     """Without bursts, the facts are delivered in one order: the report said
     'reorder-tolerant ... every delivery order explored' after exploring nothing."""

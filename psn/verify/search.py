@@ -485,10 +485,16 @@ def run_search(problem: Problem, mode: str, budget: Budget, seed: int = 0,
     Raises
     ------
     InputError
-        For an unknown mode or a bad number of jobs.
+        For an unknown mode, a bad number of jobs, or a random or adversarial search
+        without a bound (``Budget(None, None)``: it would never end).
     """
     if mode not in MODES:
         raise InputError(f"unknown verify mode {mode!r}; choose one of {', '.join(MODES)}")
+    if mode in ("random", "adversarial") and budget.schedules is None \
+            and budget.seconds is None:
+        raise InputError(f"a {mode} search with an unbounded budget would never end",
+                         hint="give a number of schedules or a time (budget=1000 or "
+                              "budget='30s'; --budget on the command line)")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InputError(f"jobs (--jobs) must be a positive integer, got {jobs!r}")
     if jobs > MAX_JOBS_PER_CPU * (os.cpu_count() or 1):
