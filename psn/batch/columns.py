@@ -37,8 +37,6 @@ __all__ = ["ErrorTable", "Split", "var_column", "compile_term", "compile_compare
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
-#: 2^63: integers of the Spark reference lie in [-2^63, 2^63)
-_LONG_LIMIT = 1 << 63
 
 
 def var_column(name: str) -> str:
@@ -111,7 +109,7 @@ def equal(a, ka, b, kb):
 def within_64_bits(d):
     """A boolean Column: the float ``d`` lies where a 64-bit integer can hold its whole
     part (so that casting it to an integer neither overflows nor saturates)."""
-    return (d >= -float(_LONG_LIMIT)) & (d < float(_LONG_LIMIT))
+    return (d >= -float(K.LONG_LIMIT)) & (d < float(K.LONG_LIMIT))
 
 
 def order(i, d):
@@ -213,7 +211,7 @@ class _Compiler:
         zero = self.errors.fail(f"division by zero in {t.op}", t.span)
         if t.op == "/":
             if k == K.LONG:  # the one quotient beyond 64 bits: -2^63 / -1
-                q = self._no_overflow(t, "/", F.when((a == -_LONG_LIMIT) & (b == -1), None)
+                q = self._no_overflow(t, "/", F.when((a == -K.LONG_LIMIT) & (b == -1), None)
                                       .otherwise(F.call_function("div", a, b)))
             else:
                 q = self._a_number(t, a / b)
@@ -319,7 +317,7 @@ class _Compiler:
             return self._bad(f"f_abs expects a number, got {K.describe(x[1])}", t.span)
         if x[1] == K.LONG:
             F = self.F
-            return self._no_overflow(t, "f_abs", F.when(x[0] == -_LONG_LIMIT, None)
+            return self._no_overflow(t, "f_abs", F.when(x[0] == -K.LONG_LIMIT, None)
                                      .otherwise(F.abs(x[0]))), x[1]
         return self.F.abs(x[0]), x[1]
 

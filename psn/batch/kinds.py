@@ -39,10 +39,11 @@ from ndlog.errors import InputError
 
 __all__ = ["LONG", "DOUBLE", "STRING", "NULL", "array", "is_array", "is_number", "elem",
            "kind_of", "unify", "unify_held", "storage", "to_storage", "from_storage",
-           "from_json", "describe", "signature_of"]
+           "from_json", "describe", "signature_of", "LONG_LIMIT"]
 
 LONG, DOUBLE, STRING, NULL = "long", "double", "string", "null"
-_LIMIT = 1 << 63
+#: 2^63: the Spark reference holds integers in [-2^63, 2^63) (a column of longs)
+LONG_LIMIT = 1 << 63
 
 
 def array(k) -> tuple:
@@ -109,7 +110,7 @@ def kind_of(value):
     if isinstance(value, bool):
         return LONG
     if isinstance(value, int):
-        if not -_LIMIT <= value < _LIMIT:
+        if not -LONG_LIMIT <= value < LONG_LIMIT:
             raise InputError(f"the Spark reference holds 64-bit integers; {value} is too large")
         return LONG
     if isinstance(value, float):

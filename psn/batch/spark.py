@@ -625,8 +625,8 @@ class _Run:
         total = F.sum(c.cast(_EXACT_INT))
         if agg.func == "avg":
             return self._int_ratio()(total, count), K.DOUBLE
-        fits = total.between(F.lit(-_LONG_LIMIT).cast(_EXACT_INT),
-                             F.lit(_LONG_LIMIT - 1).cast(_EXACT_INT))
+        fits = total.between(F.lit(-K.LONG_LIMIT).cast(_EXACT_INT),
+                             F.lit(K.LONG_LIMIT - 1).cast(_EXACT_INT))
         too_large = self.errors.fail(
             f"sum<...> in rule {rule.name} exceeds 64 bits; the Spark reference holds "
             "64-bit integers (use --engine python)", agg.span)
@@ -846,7 +846,6 @@ def _parts_by_flags(df, choices: list, names: list,
 
 #: Spark type that sums 64-bit integers exactly (2^63 rows of 2^63 stay below 10^38)
 _EXACT_INT = "decimal(38,0)"
-_LONG_LIMIT = 1 << 63
 
 
 def _float_sum_udf():
