@@ -200,6 +200,33 @@ def test_an_integer_is_ordered_against_a_float_exactly(spark):
     assert (2**53 + 1, 2.0**53) in got["gt"] and (2**63 - 1, 2.0**63) in got["lt"]
 
 
+def test_min_max_and_aggregate_selection_order_integers_and_floats_exactly(spark):
+    """``min``/``max`` over a group holding integers and floats, and aggregate selection
+    over integer and float costs or group keys, compared an integer as a float, which
+    rounds beyond 2^53: ``min`` of ``2**53 + 1`` and ``2.0**53`` was the integer, a cost of
+    ``2**53 + 1`` tied with one of ``2.0**53`` and stayed, and nodes ``2**53 + 1`` and
+    ``2.0**53`` were one group, so the costlier was dropped. Costs of ``2**54 + 2`` and
+    ``2**54 + 1`` (both ``2.0**54``, and above it) tied."""
+    b = 2 ** 53
+    program = psn.parse("lo(G, min<X>) :- v(G, X).\nhi(G, max<X>) :- v(G, X).\n")
+    pairs = [(b + 1, float(b)), (b - 1, float(b)), (2**63 - 1, 2.0**63), (-(b + 1), -float(b)),
+             (b + 1, float(b + 2)), (b + 3, float(b + 2)), (5, 5.5)]
+    facts = {"v": [(g, x) for g, pair in enumerate(pairs) for x in pair]}
+    got = evaluate_spark(program, facts, session=spark)
+    assert _typed(got) == _typed(psn.evaluate(program, facts))
+    assert (0, float(b)) in got["lo"] and (0, b + 1) in got["hi"]
+    program = psn.parse("sp1 cost(S, D, C) :- link(S, D, C).\n"
+                        "sp2 cost(S, D, C) :- link(S, Z, C1), cost(Z, D, C2), C := C1 + C2.\n"
+                        "sp3 best(S, D, min<C>) :- cost(S, D, C).\n")
+    for links in ([(1, 2, b + 1), (1, 3, 1), (3, 2, float(b) - 1)],
+                  [(1, 2, 2 * b + 2), (1, 3, 1), (3, 2, 2 * b), (1, 4, 0.5)],
+                  [(1, b + 1, 5), (1, float(b), 3), (0, 1, 1), (1, 2, 7), (2, 2.0, 1)]):
+        got = evaluate_spark(program, {"link": links}, session=spark)
+        want = psn.evaluate(program, {"link": links})
+        assert _typed(got) == _typed(want) and want["best"]
+    assert {(1, b + 1, 5), (0, b + 1, 6), (1, float(b), 3)} <= got["best"]
+
+
 def test_lists_mixing_integers_and_floats_are_refused(spark):
     """A column of lists of floats turns integers into floats: a list mixing them (given,
     or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group

@@ -54,7 +54,7 @@ from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
 from .columns import (ErrorTable, Split, cast, compile_compare, compile_term, equal,
-                      var_column, within_64_bits)
+                      order, var_column, within_64_bits)
 
 __all__ = ["evaluate_spark", "SparkStats"]
 
@@ -396,24 +396,25 @@ class _Run:
                         f"aggregate selection on '{pred}': {func}<...> over values of "
                         f"different kinds ({K.describe(k)} and {K.describe(other)})")
                 kinds[p] = _unify_all([sig[p] for sig in members], refuse)
-            keys = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_g{p}") for p in group]
-            ranked = [F.col(f"c{p}").cast(K.storage(kinds[p])).alias(f"_a{j}")
-                      for j, (p, _) in enumerate(aggs)]
+            mixed = {p for p in group + [p for p, _ in aggs]
+                     if _mixes({sig[p] for sig in members})}
+            on = [f"_g{p}" for p in group] + [f"_gf{p}" for p in group if p in mixed]
             parts = {}
             for sig in members:
                 frames = [(rel[sig], False)] if sig in rel else []
                 frames += [(new[sig], True)] if sig in new else []
                 parts[sig] = _union([df.withColumn("_new", F.lit(flag))
-                                     for df, flag in frames]).select("*", *keys, *ranked)
-            best = _union([df.select(*[f"_g{p}" for p in group],
-                                     *[f"_a{j}" for j in range(len(aggs))])
+                                     for df, flag in frames]).select(
+                    "*", *self._exact_keys(sig, group, kinds, mixed),
+                    *[_exact_rank(F.col(f"c{p}"), sig[p], kinds[p], p in mixed)
+                      .alias(f"_a{j}") for j, (p, _) in enumerate(aggs)])
+            best = _union([df.select(*on, *[f"_a{j}" for j in range(len(aggs))])
                            for df in parts.values()])
-            best = best.groupBy(*[f"_g{p}" for p in group]).agg(
+            best = best.groupBy(*on).agg(
                 *[(F.min if func == "min" else F.max)(f"_a{j}").alias(f"_best{j}")
                   for j, (_, func) in enumerate(aggs)])
             for sig, df in parts.items():
-                on = [f"_g{p}" for p in group]
-                joined = df.join(best, on=on, how="inner") if on else df.crossJoin(best)
+                joined = _join_keys(df, best, on, null_safe=bool(mixed & set(group)))
                 keep = F.lit(False)
                 for j in range(len(aggs)):
                     keep = keep | (F.col(f"_a{j}") == F.col(f"_best{j}"))
@@ -421,10 +422,10 @@ class _Run:
                 pruned[sig] = joined.filter(keep).select(*cols, "_new") \
                     .localCheckpoint(eager=False)
         # one job counts the new survivors of every signature (and checkpoints them all)
-        order = list(pruned)
+        listed = list(pruned)
         counts = _union([df.filter(F.col("_new")).select(F.lit(i).alias("_s"))
                          for i, df in enumerate(pruned.values())]).groupBy("_s").count()
-        added = {order[row["_s"]]: row["count"] for row in counts.collect()}
+        added = {listed[row["_s"]]: row["count"] for row in counts.collect()}
         delta: Rel = {}
         for sig, df in pruned.items():
             rel[sig] = df.drop("_new")
@@ -432,6 +433,21 @@ class _Run:
                 self.added += added[sig]
                 delta[sig] = df.filter(F.col("_new")).drop("_new")
         return delta
+
+    def _exact_keys(self, sig: tuple, group: list, kinds: dict, mixed: set) -> list:
+        """The group-key columns of aggregate selection for tuples of signature ``sig``:
+        each position in its unified kind, or where integers and floats meet (``mixed``),
+        as :func:`_number_key`'s exact pair (an integer and a float are one group only if
+        they are equal, as in Python; ``2**53 + 1`` and ``2.0**53`` are two)."""
+        cols = []
+        for p in group:
+            c = self.F.col(f"c{p}")
+            if p not in mixed:
+                cols.append(c.cast(K.storage(kinds[p])).alias(f"_g{p}"))
+                continue
+            whole, fraction, _ = _number_key(c, sig[p])
+            cols += [whole.alias(f"_g{p}"), fraction.alias(f"_gf{p}")]
+        return cols
 
     # -- rules ---------------------------------------------------------------------------
     def _derive(self, rule: A.Rule, delta, pending: dict) -> None:
@@ -753,9 +769,14 @@ class _Run:
         if agg.func == "count":
             return [F.count(F.lit(1)).alias(f"_v{j}")], (K.LONG, F.col(f"_v{j}"))
         if agg.func in ("min", "max") and mixed:
-            # the least (greatest) value, integers first among equals
+            # the least (greatest) value, integers first among equals, exactly: by the value
+            # as a float, then by the sign of an integer's rounding to it (2**53 + 1 is
+            # 2.0**53 as a float, and above it), then by the integer itself
             flag = F.col(f"_af{j}") if agg.func == "min" else 1 - F.col(f"_af{j}")
-            best = F.struct(c.alias("d"), flag.alias("f"), F.col(f"_al{j}").alias("l"))
+            whole = F.col(f"_al{j}")
+            rounded = F.when(whole.isNotNull(), order(whole, c)).otherwise(F.lit(0))
+            best = F.struct(c.alias("d"), rounded.alias("r"), flag.alias("f"),
+                            whole.alias("l"))
             s = F.col(f"_s{j}")
             read = s["f"] if agg.func == "min" else 1 - s["f"]
             return [(F.min if agg.func == "min" else F.max)(best).alias(f"_s{j}")], \
@@ -797,6 +818,40 @@ def _unify_all(kinds, refuse=None, unify=K.unify):
 def _mixes(kinds) -> bool:
     """Whether a position holds integers in some parts and floats in others."""
     return K.LONG in kinds and K.DOUBLE in kinds
+
+
+def _join_keys(df, best, on: list, null_safe: bool):
+    """``df`` joined with ``best`` on the columns ``on`` (both have them; every row of
+    ``best`` when there are none), null equal to null where ``null_safe`` (the exact pairs
+    of :func:`_number_key` hold a null on one side)."""
+    if not on:
+        return df.crossJoin(best)
+    if not null_safe:
+        return df.join(best, on=on, how="inner")
+    from pyspark.sql import functions as F
+    right = best.select(*[F.col(c).alias(f"_r{c}") for c in on],
+                        *[c for c in best.columns if c not in on])
+    cond = F.col(on[0]).eqNullSafe(F.col(f"_r{on[0]}"))
+    for c in on[1:]:
+        cond = cond & F.col(c).eqNullSafe(F.col(f"_r{c}"))
+    return df.join(right, on=cond, how="inner")
+
+
+def _exact_rank(c, k, unified, mixed: bool):
+    """The column aggregate selection ranks a value ``c`` of kind ``k`` by: ``c`` in the
+    ``unified`` kind, or where integers and floats meet (``mixed``), a triple that orders
+    them exactly and keeps equal values tied: the value as a float, the sign of an
+    integer's rounding to it (:func:`~psn.batch.columns.order`; 0 for a float), and an
+    integer that the float does not hold exactly (``2**54 + 1`` and ``2**54 + 2`` are both
+    ``2.0**54`` and above it; null otherwise, so that ``5`` ties with ``5.0``)."""
+    from pyspark.sql import functions as F
+    if not mixed:
+        return c.cast(K.storage(unified))
+    d = c.cast("double")
+    if k != K.LONG:
+        return F.struct(d.alias("d"), F.lit(0).alias("r"), F.lit(None).cast("long").alias("l"))
+    r = order(c, d)
+    return F.struct(d.alias("d"), r.alias("r"), F.when(r != 0, c).alias("l"))
 
 
 def _number_key(c, k):
