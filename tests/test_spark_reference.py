@@ -227,6 +227,35 @@ def test_min_max_and_aggregate_selection_order_integers_and_floats_exactly(spark
     assert {(1, b + 1, 5), (0, b + 1, 6), (1, float(b), 3)} <= got["best"]
 
 
+def test_lists_of_integers_meet_lists_of_floats_exactly(spark):
+    """A list of integers met a list of floats as floats, which round beyond 2^53:
+    ``[2**53 + 1] == [2.0**53]`` held, a join on them matched, ``f_member`` found
+    ``2.0**53`` in ``[2**53 + 1]`` and ``[2**53 + 1] > [2.0**53]`` did not hold. Equality,
+    joins, ordering (lexicographic, shorter first on a common prefix), ``f_member`` and
+    nested lists are exact, as in Python."""
+    b = 2 ** 53
+    ops = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+    text = "".join(f"{n}(X, Y) :- li(X), lf(Y), X {o} Y.\n"
+                   f"r{n}(Y, X) :- lf(Y), li(X), Y {o} X.\n" for n, o in ops.items())
+    text += ("j(X) :- li(X), lf(X).\n"
+             "m(X, Y) :- li(X), sf(Y), f_member(X, Y) == 1.\n"
+             "n(Y, X) :- lf(Y), si(X), f_member(Y, X) == 1.\n"
+             "nested(X, Y) :- lli(X), llf(Y), X == Y.\n"
+             "nested_lt(X, Y) :- lli(X), llf(Y), X < Y.\n")
+    facts = {"li": [((b + 1,),), ((b,),), ((1, 2),), ((1, b + 1),), ((1,),), ((),)],
+             "lf": [((float(b),),), ((1.0, 2.0),), ((1.0, float(b)),), ((1.0, 2.0, 3.0),),
+                    ((0.5,),)],
+             "sf": [(float(b),), (2.0,)], "si": [(b + 1,), (2,), (b,)],
+             "lli": [(((b + 1,), (2,)),), (((1,),),)],
+             "llf": [(((float(b),), (2.0,)),), (((1.0,),),)]}
+    program = psn.parse(text)
+    got = evaluate_spark(program, facts, session=spark)
+    assert got == psn.evaluate(program, facts)
+    assert ((b + 1,), (float(b),)) in got["gt"] and ((b + 1,), (float(b),)) not in got["eq"]
+    assert got["nested"] == {(((1,),), ((1.0,),))}
+    assert (((b + 1,), (2,)), ((float(b),), (2.0,))) not in got["nested_lt"]
+
+
 def test_lists_mixing_integers_and_floats_are_refused(spark):
     """A column of lists of floats turns integers into floats: a list mixing them (given,
     or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group
@@ -239,7 +268,12 @@ def test_lists_mixing_integers_and_floats_are_refused(spark):
              ("c(M) :- r(L, X), M := f_append(L, X).\n", {"r": [((1, 2), 2.5)]},
               EvaluationError, "mixing integer and float"),
              ("a(L, count<X>) :- r(L, X).\n", {"r": [((1,), 5), ((2.5,), 6)]},
-              EvaluationError, "a list of integers and a list of floats in one column")]
+              EvaluationError, "a list of integers and a list of floats in one column"),
+             ("c(S, D, C) :- r(S, D, C).\n"
+              "c(S, D, C) :- r(S, Z, C1), c(Z, D, C2), C := C1 + C2.\n"
+              "b(S, D, min<C>) :- c(S, D, C).\n", {"r": [(1, (2,), 3), (1, (2.5,), 4)]},
+              EvaluationError, "aggregate selection on 'c': the Spark reference cannot hold "
+                               "a list of floats and a list of integers in one column")]
     for text, facts, error, said in cases:
         program = psn.parse(text)
         assert psn.evaluate(program, facts)            # Python evaluates every one

@@ -33,7 +33,7 @@ from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
 __all__ = ["ErrorTable", "Split", "var_column", "compile_term", "compile_compare", "cast",
-           "equal", "order", "within_64_bits", "MARKER"]
+           "equal", "order", "rounds", "sign", "within_64_bits", "MARKER"]
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
@@ -96,14 +96,50 @@ def equal(a, ka, b, kb):
     float is a whole number within 64 bits equal to it as an integer: a cast of the
     integer to a float would round integers beyond 2^53, and make ``2**53 + 1`` equal
     ``2.0**53``. That cast's equality is kept as a first conjunct, which Spark can join
-    on by hashing."""
+    on by hashing. Lists of integers and lists of floats are compared element by element
+    the same way (``[2**53 + 1]`` is not ``[2.0**53]``)."""
+    from pyspark.sql import functions as F
     if {ka, kb} != {K.LONG, K.DOUBLE}:
         u = K.unify(ka, kb)
-        return cast(a, u) == cast(b, u)
-    from pyspark.sql import functions as F
+        same = cast(a, u) == cast(b, u)
+        if not rounds(ka, kb):
+            return same
+        ea, eb = K.elem(ka), K.elem(kb)
+        return same & F.forall(F.zip_with(a, b, lambda x, y: equal(x, ea, y, eb)),
+                               lambda t: t)
     i, d = (a, b) if ka == K.LONG else (b, a)
     return (i.cast("double") == d) & F.when(within_64_bits(d), d.cast("long") == i) \
         .otherwise(F.lit(False))
+
+
+def rounds(ka, kb) -> bool:
+    """Whether values of kinds ``ka`` and ``kb`` meet as floats when cast to their unified
+    kind: an integer and a float, or lists (of lists ...) of them."""
+    if {ka, kb} == {K.LONG, K.DOUBLE}:
+        return True
+    return K.is_array(ka) and K.is_array(kb) and rounds(K.elem(ka), K.elem(kb))
+
+
+def sign(a, ka, b, kb):
+    """An integer Column: -1, 0 or 1 as ``a`` (of kind ``ka``) is below, equal to or above
+    ``b`` (of kind ``kb``) in Python's order, where kinds unify and are ordered (numbers,
+    strings, lists of them): exact between integers and floats (:func:`order`), and
+    lexicographic for lists, element by element the same way."""
+    from pyspark.sql import functions as F
+    if {ka, kb} == {K.LONG, K.DOUBLE}:
+        return order(a, b) if ka == K.LONG else -order(b, a)
+    if rounds(ka, kb):
+        ea, eb = K.elem(ka), K.elem(kb)
+        # zip_with pads the shorter list with nulls: past it, the lengths decide
+        signs = F.zip_with(a, b, lambda x, y: F.when(x.isNull() | y.isNull(), F.lit(0))
+                           .otherwise(sign(x, ea, y, eb)))
+        first = F.aggregate(signs, F.lit(0), lambda acc, s: F.when(acc != 0, acc)
+                            .otherwise(s))
+        longer = F.signum(F.size(a) - F.size(b)).cast("int")
+        return F.when(first != 0, first).otherwise(longer)
+    u = K.unify(ka, kb)
+    x, y = cast(a, u), cast(b, u)
+    return F.when(x < y, F.lit(-1)).when(x > y, F.lit(1)).otherwise(F.lit(0))
 
 
 def within_64_bits(d):
@@ -268,10 +304,14 @@ class _Compiler:
         bad = self._need_list(t, lst[1])
         if bad:
             return bad
-        u = K.unify(K.elem(lst[1]), x[1])
+        e = K.elem(lst[1])
+        u = K.unify(e, x[1])
         if u is None:  # no element can equal x
             return F.lit(0).cast("long"), K.LONG
-        hit = F.array_contains(cast(lst[0], K.array(u)), cast(x[0], u))
+        if rounds(e, x[1]):  # an integer and a float: exactly
+            hit = F.exists(lst[0], lambda v: equal(v, e, x[0], x[1]))
+        else:
+            hit = F.array_contains(cast(lst[0], K.array(u)), cast(x[0], u))
         return hit.cast("long"), K.LONG
 
     def _f_size(self, t, lst):
@@ -352,10 +392,9 @@ class _Compiler:
         if k is None:
             return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
                                     f"{K.describe(kb)}", lit.span).isNull()
-        x, y = a, b
-        if {ka, kb} == {K.LONG, K.DOUBLE}:   # exactly, as Python compares them
-            x, y = (order(a, b) if ka == K.LONG else -order(b, a)), F.lit(0)
-        x, y = cast(x, k), cast(y, k)
+        x, y = cast(a, k), cast(b, k)
+        if rounds(ka, kb):   # exactly, as Python compares them
+            x, y = sign(a, ka, b, kb), F.lit(0)
         return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
 
 

@@ -390,12 +390,17 @@ class _Run:
                              lambda sig: {p: sig[p] for p in group})
         pruned: dict[tuple, object] = {}
         for kinds, members in classes:
+            for p in group:
+                _unify_all([sig[p] for sig in members], _refuse_selected_lists(pred, p),
+                           K.unify_held)
             for p, func in aggs:
-                def refuse(k, other, func=func):
+                def refuse(k, other, func=func, p=p):
+                    if K.unify(k, other) is not None:
+                        _refuse_selected_lists(pred, p)(k, other)
                     raise EvaluationError(
                         f"aggregate selection on '{pred}': {func}<...> over values of "
                         f"different kinds ({K.describe(k)} and {K.describe(other)})")
-                kinds[p] = _unify_all([sig[p] for sig in members], refuse)
+                kinds[p] = _unify_all([sig[p] for sig in members], refuse, K.unify_held)
             mixed = {p for p in group + [p for p, _ in aggs]
                      if _mixes({sig[p] for sig in members})}
             on = [f"_g{p}" for p in group] + [f"_gf{p}" for p in group if p in mixed]
@@ -818,6 +823,18 @@ def _unify_all(kinds, refuse=None, unify=K.unify):
 def _mixes(kinds) -> bool:
     """Whether a position holds integers in some parts and floats in others."""
     return K.LONG in kinds and K.DOUBLE in kinds
+
+
+def _refuse_selected_lists(pred: str, p: int):
+    """A ``refuse`` for :func:`_unify_all` with :func:`psn.batch.kinds.unify_held`: the
+    error of lists of integers and lists of floats that aggregate selection on ``pred``
+    would compare in one column (argument ``p``), turning the integers into floats."""
+    def refuse(k, other):
+        raise EvaluationError(
+            f"aggregate selection on '{pred}': the Spark reference cannot hold "
+            f"{K.describe(k)} and {K.describe(other)} in one column (argument {p + 1}): the "
+            "integers would become floats; use --engine python")
+    return refuse
 
 
 def _join_keys(df, best, on: list, null_safe: bool):
