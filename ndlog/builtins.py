@@ -253,8 +253,8 @@ ARITY: dict[str, int] = {
 
 
 def brief_value(v) -> str:
-    """:func:`format_value` for an error message, an integer of more than 30 digits (or a
-    list holding one) named by its number of digits."""
+    """:func:`format_value` for an error message, shortened past 60 characters: an
+    integer is named by its number of digits, a list item by item."""
     text = format_value(v)
     if len(text) <= 60:
         return text

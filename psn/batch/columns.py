@@ -5,7 +5,7 @@ meaning as a Spark SQL expression over the columns of a binding frame, so the Sp
 computes what the Python reference computes. Each compiled term is a pair
 ``(Column, kind)`` (kinds: :mod:`psn.batch.kinds`). No Python UDFs: lists use Spark's array
 functions (``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``,
-``aggregate``), ``f_dist`` is ``sqrt`` of a sum of squares, ``f_min``/``f_max`` are
+``aggregate``, ``forall``, ``exists``), ``f_dist`` is ``sqrt`` of a sum of squares, ``f_min``/``f_max`` are
 ``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates toward zero, like
 :mod:`ndlog.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`ndlog.expr`).
 

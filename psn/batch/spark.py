@@ -410,7 +410,7 @@ class _Run:
                 frames += [(new[sig], True)] if sig in new else []
                 parts[sig] = _union([df.withColumn("_new", F.lit(flag))
                                      for df, flag in frames]).select(
-                    "*", *self._exact_keys(sig, group, kinds, mixed),
+                    "*", *_exact_keys(sig, group, kinds, mixed),
                     *[_exact_rank(F.col(f"c{p}"), sig[p], kinds[p], p in mixed)
                       .alias(f"_a{j}") for j, (p, _) in enumerate(aggs)])
             best = _union([df.select(*on, *[f"_a{j}" for j in range(len(aggs))])
@@ -438,21 +438,6 @@ class _Run:
                 self.added += added[sig]
                 delta[sig] = df.filter(F.col("_new")).drop("_new")
         return delta
-
-    def _exact_keys(self, sig: tuple, group: list, kinds: dict, mixed: set) -> list:
-        """The group-key columns of aggregate selection for tuples of signature ``sig``:
-        each position in its unified kind, or where integers and floats meet (``mixed``),
-        as :func:`_number_key`'s exact pair (an integer and a float are one group only if
-        they are equal, as in Python; ``2**53 + 1`` and ``2.0**53`` are two)."""
-        cols = []
-        for p in group:
-            c = self.F.col(f"c{p}")
-            if p not in mixed:
-                cols.append(c.cast(K.storage(kinds[p])).alias(f"_g{p}"))
-                continue
-            whole, fraction, _ = _number_key(c, sig[p])
-            cols += [whole.alias(f"_g{p}"), fraction.alias(f"_gf{p}")]
-        return cols
 
     # -- rules ---------------------------------------------------------------------------
     def _derive(self, rule: A.Rule, delta, pending: dict) -> None:
@@ -852,6 +837,23 @@ def _join_keys(df, best, on: list, null_safe: bool):
     for c in on[1:]:
         cond = cond & F.col(c).eqNullSafe(F.col(f"_r{c}"))
     return df.join(right, on=cond, how="inner")
+
+
+def _exact_keys(sig: tuple, group: list, kinds: dict, mixed: set) -> list:
+    """The group-key columns of aggregate selection for tuples of signature ``sig``: each
+    position in its unified kind, or where integers and floats meet (``mixed``), as
+    :func:`_number_key`'s exact pair (an integer and a float are one group only if they
+    are equal, as in Python; ``2**53 + 1`` and ``2.0**53`` are two)."""
+    from pyspark.sql import functions as F
+    cols = []
+    for p in group:
+        c = F.col(f"c{p}")
+        if p not in mixed:
+            cols.append(c.cast(K.storage(kinds[p])).alias(f"_g{p}"))
+            continue
+        whole, fraction, _ = _number_key(c, sig[p])
+        cols += [whole.alias(f"_g{p}"), fraction.alias(f"_gf{p}")]
+    return cols
 
 
 def _exact_rank(c, k, unified, mixed: bool):
