@@ -416,9 +416,11 @@ class Simulation:
         it. An insertion of a soft-state fact that is present at that point of the step (a
         keyed insertion may have replaced it, a deletion removed it) is a refresh: its
         lifetime restarts and no insertion is sent. A deletion of a fact that is not a base
-        fact at that point refuses the step before anything changes."""
+        fact at that point is a debt that a later insertion of the fact in the step pays (it
+        is cancelled by it, as :class:`engine.ledger.Ledger` and the other engines do); a
+        debt left at the end of the step refuses the step before anything changes."""
         ledger = self.net.ledger
-        count: dict = {}              # fact -> live insertions at this point of the step
+        count: dict = {}              # fact -> live insertions (< 0: debts) at this point
         holder: dict = {}             # key -> the tuple holding it at this point
 
         def live(fact) -> int:
@@ -432,8 +434,6 @@ class Simulation:
         for sign, pred, t in step.updates():
             fact, key = (pred, t), ledger.key(pred, t)
             if sign < 0:
-                if not live(fact):
-                    raise ledger.unmatched(pred, t)
                 count[fact] = live(fact) - 1
                 if key is not None and not count[fact] and held(key) == t:
                     holder[key] = None
@@ -442,16 +442,19 @@ class Simulation:
             if key is not None:
                 old = held(key)
                 if old is not None and old != t:
-                    count[(pred, old)] = 0        # replaced
+                    count[(pred, old)] = min(0, live((pred, old)))    # replaced
                 holder[key] = t
             life = self._lifetime(pred)
             if life is not None:
                 soft[fact] = life
-                if live(fact):
+                if live(fact) > 0:
                     continue              # a refresh: the fact stays, its lifetime restarts
             count[fact] = live(fact) + 1
             burst.append((1, pred, t))
-        return burst, [(p, t, life) for (p, t), life in soft.items() if live((p, t))]
+        for sign, pred, t in burst:
+            if sign < 0 and live((pred, t)) < 0:
+                raise ledger.unmatched(pred, t)
+        return burst, [(p, t, life) for (p, t), life in soft.items() if live((p, t)) > 0]
 
     def _expiries(self, burst: list, soft: list) -> None:
         """After a burst is accepted: a deleted fact's expiry is cancelled, and a

@@ -235,6 +235,49 @@ def test_a_burst_file_applies_in_its_own_order_on_every_engine(engine, tmp_path,
     assert out["relations"]["link"] == [[2, 3]] and out["summary"]["check"] is True
 
 
+@pytest.mark.parametrize("engine", ["memory", "sim"])
+def test_a_deletion_before_its_insertion_in_one_burst_is_cancelled_on_every_engine(
+        engine, tmp_path, capsys):
+    """A deletion that an insertion later in the same burst matches is cancelled by it,
+    as the ledger does: the in-memory engine and Ray ran this burst, the simulator refused
+    it ('cannot delete link(@2, 3)'). A deletion left unmatched at the end of the burst is
+    still refused."""
+    facts = tmp_path / "f.ndl"
+    facts.write_text("link(@1, 2).\n")
+    burst = tmp_path / "b.ndl"
+    burst.write_text("-link(@2, 3).\n+link(@2, 3).\n+link(@3, 4).\n")
+    argv = ["run", "examples/reachable.ndl", "--facts", str(facts), "--engine", engine]
+    assert main(argv + ["--burst", str(burst), "--check", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["relations"]["link"] == [[1, 2], [3, 4]] and out["summary"]["check"] is True
+    burst.write_text("-link(@2, 3).\n+link(@2, 3).\n-link(@2, 3).\n")
+    assert main(argv + ["--burst", str(burst)]) == 2
+    assert capsys.readouterr().err.startswith(f"{burst}:3:2: error: cannot delete link(@2, 3)")
+
+
+def test_a_keyed_or_soft_deletion_before_its_insertion_matches_the_in_memory_engine():
+    """The same bursts through Simulation.step and Network.apply: the same base facts and
+    relations, a keyed table's replacement and a soft-state fact included."""
+    from engine import Network
+    program = ("materialize(val, infinity, infinity, keys(1)).\n"
+               "materialize(peer, 5, infinity, keys(1, 2)).\n"
+               "r1 reach(@S, D) :- link(@S, D).\n"
+               "r2 reach(@S, D) :- link(@S, Z), reach(@Z, D).\n"
+               "v1 both(@S, V) :- val(@S, V), peer(@S, D).\n")
+    bursts = [[(1, "val", (1, 3)), (1, "peer", (1, 2)), (1, "link", (1, 2))],
+              [(-1, "val", (1, 5)), (1, "val", (1, 5)), (-1, "peer", (1, 4)),
+               (1, "peer", (1, 4)), (-1, "link", (2, 3)), (1, "link", (2, 3)),
+               (1, "link", (2, 1))]]
+    sim = Simulation(program, None, seed=1, state_metrics=False)
+    net = Network(program, seed=1)
+    for burst in bursts:
+        assert sim.step(updates=burst, check=True).check
+        net.apply(burst).run()
+        assert sim.base_facts() == net.base_facts()
+        assert sim.relations() == net.relations()
+    assert sim.base_facts() == {"peer": {(1, 2)}, "link": {(1, 2), (2, 1)}}
+
+
 def test_virtual_time_and_latency_shape_convergence():
     """A line's convergence grows with its latency; the sum of steps is the clock."""
     times = []
