@@ -228,7 +228,9 @@ class Reference:
     """
 
     def __init__(self, problem: Problem):
-        self.program = problem.program
+        # the ledger's base facts hold the program's own facts while they live: evaluated
+        # with the program's text too, a deleted one would still be in the reference
+        self.program = problem.program.with_(facts=())
         self.pruned = set(aggsel_candidates(problem.program))
         self._cache: dict[int, tuple] = {}
 
