@@ -603,3 +603,22 @@ def test_a_variable_keeps_its_first_binding_and_equality_is_exact(spark):
     assert _typed(got) == _typed(want)
     assert _typed(got)["q"] == {(("int", 3), ("int", 1)), (("float", 5.0), ("float", 2.5))}
     assert got["j"] == got["e"] == {(2**53,)} and got["k"] == {(2**53 + 1,)}
+
+
+def test_aggregate_selection_checks_an_integer_cost_against_a_float_exactly(spark):
+    """Aggregate selection checks that a recursive rule strictly worsens the cost; Spark
+    compared the integer cost with the float one as floats, which round beyond 2^53:
+    ``0.5 + (2**53 + 3)`` is ``2.0**53 + 4``, above ``2**53 + 3``, but equal to it as a
+    float, so Spark refused the derivation that Python accepts (found by differential
+    fuzzing)."""
+    program = psn.parse("c(S, D, C) :- r(S, D, C).\n"
+                        "c(S, D, C) :- r(S, Z, C1), c(Z, D, C2), C := C1 + C2.\n"
+                        "b(S, D, min<C>) :- c(S, D, C).\n")
+    facts = {"r": [(1, 2, 0.5), (2, 3, 2**53 + 3)]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want) and (1, 3, 2.0**53 + 4) in got["b"]
+    facts = {"r": [(1, 2, 1.0), (2, 3, 2**53 + 1)]}  # 2.0**53 is below 2**53 + 1
+    for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
+        with pytest.raises(EvaluationError, match="needs C to strictly increase"):
+            run(program, facts)

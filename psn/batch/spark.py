@@ -54,7 +54,7 @@ from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
 from .columns import (ErrorTable, Split, cast, compile_compare, compile_term, equal,
-                      order, var_column, within_64_bits)
+                      order, sign, var_column, within_64_bits)
 
 __all__ = ["evaluate_spark", "SparkStats"]
 
@@ -499,11 +499,12 @@ class _Run:
                     f"aggregate selection on '{spec.pred}' needs {h} to strictly {direction} "
                     f"along rule {rule.name}, but a derivation does not",
                     monotone_span(rule, h))
-                k = K.unify(frame.kinds[h], frame.kinds[b])
-                if k is None:
+                kh, kb = frame.kinds[h], frame.kinds[b]
+                if K.unify(kh, kb) is None:
                     continue
-                new, old = cast(F.col(var_column(h)), k), cast(F.col(var_column(b)), k)
-                ok = (new > old) if func == "min" else (new < old)
+                # exactly, as Python compares them (an integer cost and a float one)
+                s = sign(F.col(var_column(h)), kh, F.col(var_column(b)), kb)
+                ok = (s > 0) if func == "min" else (s < 0)
                 df = df.filter(F.when(ok, F.lit(True)).otherwise(fail.isNull()))
             return _Frame(df, frame.kinds, frame.subst)
         return guard
