@@ -622,3 +622,20 @@ def test_aggregate_selection_checks_an_integer_cost_against_a_float_exactly(spar
     for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
         with pytest.raises(EvaluationError, match="needs C to strictly increase"):
             run(program, facts)
+
+
+def test_the_distance_of_integer_positions_is_exact(spark):
+    """``f_dist`` of two lists of integers cast them to floats first, which round beyond
+    2^53: ``f_dist([2**53 + 1], [2**53])`` was ``0.0`` on Spark and ``1.0`` in Python,
+    which squares the exact differences and rounds their sum once (found by differential
+    fuzzing). Floats, and integers beside floats, are float arithmetic in both."""
+    b = 2 ** 53
+    program = psn.parse("q(P, Q, D) :- pos(N, P), pos(N, Q), D := f_dist(P, Q).\n")
+    points = [(b + 1,), (b,), (b + 1, -b), (3, 4), (0, 0), (2**63 - 1, -2**63),
+              (-2**63, 2**63 - 1), (0.5, 2.0), (float(b), 0.0), (), (123456789, 987654321),
+              (94906267, 94906265)]
+    facts = {"pos": [(len(p), p) for p in points]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want)
+    assert ((b + 1,), (b,), 1.0) in got["q"] and ((3, 4), (0, 0), 5.0) in got["q"]

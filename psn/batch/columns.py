@@ -3,9 +3,11 @@
 Role: give every arithmetic operator, comparison and builtin of :mod:`ndlog.expr` the same
 meaning as a Spark SQL expression over the columns of a binding frame, so the Spark reference
 computes what the Python reference computes. Each compiled term is a pair
-``(Column, kind)`` (kinds: :mod:`psn.batch.kinds`). No Python UDFs: lists use Spark's array
-functions (``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``,
-``aggregate``, ``forall``, ``exists``), ``f_dist`` is ``sqrt`` of a sum of squares, ``f_min``/``f_max`` are
+``(Column, kind)`` (kinds: :mod:`psn.batch.kinds`). One Python UDF, ``f_dist`` of two
+lists of integers (exact, as Python); otherwise lists use Spark's array functions
+(``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``, ``aggregate``,
+``forall``, ``exists``), ``f_dist`` of floats is ``sqrt`` of a sum of squares,
+``f_min``/``f_max`` are
 ``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates toward zero, like
 :mod:`ndlog.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`ndlog.expr`).
 
@@ -343,8 +345,13 @@ class _Compiler:
                 return self._bad(f"f_dist expects a list of numbers, got {K.describe(k)}",
                                  t.span)
         a, b = cast(p[0], K.array(K.DOUBLE)), cast(q[0], K.array(K.DOUBLE))
-        squares = F.zip_with(a, b, lambda x, y: (x - y) * (x - y))
-        d = F.sqrt(F.aggregate(squares, F.lit(0.0), lambda acc, x: acc + x))
+        if K.DOUBLE not in (K.elem(p[1]), K.elem(q[1])):
+            # integers: Python squares their exact differences and rounds the sum once,
+            # a cast to floats first would round beyond 2^53 ([2**53 + 1] and [2**53])
+            d = _integer_distance()(cast(p[0], K.array(K.LONG)), cast(q[0], K.array(K.LONG)))
+        else:
+            squares = F.zip_with(a, b, lambda x, y: (x - y) * (x - y))
+            d = F.sqrt(F.aggregate(squares, F.lit(0.0), lambda acc, x: acc + x))
         bad = self.errors.fail("f_dist of positions of different dimension", t.span)
         nan = self.errors.fail(f"f_dist {NOT_A_NUMBER}", t.span)
         beyond = self.errors.fail(f"f_dist {BEYOND_FLOATS}", t.span)
@@ -396,6 +403,25 @@ class _Compiler:
         if rounds(ka, kb):   # exactly, as Python compares them
             x, y = sign(a, ka, b, kb), F.lit(0)
         return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
+
+
+_INTEGER_DISTANCE = []   # the UDF of _integer_distance, made on first use
+
+
+def _integer_distance():
+    """A Spark UDF: ``f_dist`` of two lists of integers as :func:`ndlog.builtins.f_dist`
+    computes it, the squares of the exact differences summed exactly and the sum rounded
+    once (Spark's own arithmetic would work in floats or overflow 64 bits). Defined in
+    here so that Spark ships it by value: executors need only the standard library."""
+    if not _INTEGER_DISTANCE:
+        from pyspark.sql import functions as F, types as T
+
+        def distance(p, q):
+            import math
+            return math.sqrt(sum((a - b) ** 2 for a, b in zip(p, q)))
+
+        _INTEGER_DISTANCE.append(F.udf(distance, T.DoubleType(), useArrow=False))
+    return _INTEGER_DISTANCE[0]
 
 
 def compile_term(term: A.Term, kinds: dict, errors: ErrorTable, subst=None):

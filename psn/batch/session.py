@@ -6,7 +6,7 @@ evaluator (:mod:`psn.batch.spark`) runs on. By default it is a local session
 adaptive execution off, quiet logs (level ERROR, no startup banner or progress bars),
 bound to 127.0.0.1 so it needs no network, a fast-starting JVM (C1-only JIT, no
 whole-stage code generation; ``PSN_SPARK_JIT=full`` turns both back on for long jobs), and
-Python workers (the few UDFs of ``sum``/``avg``) on this process's interpreter unless
+Python workers (the few UDFs of ``sum``/``avg`` and ``f_dist``) on this process's interpreter unless
 ``PYSPARK_PYTHON`` says otherwise. The JVM's error stream is passed on without the
 "Using incubator modules" line it prints on start (Spark's launcher adds that module, and no
 JVM option silences it). Any Spark cluster can be used instead by giving its master URL.

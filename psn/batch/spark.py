@@ -18,10 +18,10 @@ How a program becomes Spark jobs:
   arguments) built from :mod:`psn.batch.columns`. A negated atom ``not q(...)`` is a left
   anti-join of the bindings with each sub-relation of ``q`` once its arguments are bound
   (``q`` is complete: the strata put it before every rule that reads it). The only Python
-  UDFs serve ``sum<...>``
-  and ``avg<...>``: the exactly rounded float sum (:func:`math.fsum`) and the correctly
-  rounded integer average, which Spark's own ``sum`` and division do not give (a float sum
-  there depends on the order of the rows).
+  UDFs serve ``sum<...>`` and ``avg<...>``, the exactly rounded float sum
+  (:func:`math.fsum`) and the correctly rounded integer average, which Spark's own ``sum``
+  and division do not give (a float sum there depends on the order of the rows), and
+  ``f_dist`` of lists of integers (exact, :mod:`psn.batch.columns`).
 - A value keeps the kind Python gives it, row by row: where a term's kind depends on the
   row (``f_min(X, 4.5)``), a frame is split by the condition that decides it
   (:class:`~psn.batch.columns.Split`); an aggregate over integers and floats flags each
