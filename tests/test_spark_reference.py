@@ -639,3 +639,25 @@ def test_the_distance_of_integer_positions_is_exact(spark):
     want = psn.evaluate(program, facts)
     assert _typed(got) == _typed(want)
     assert ((b + 1,), (b,), 1.0) in got["q"] and ((3, 4), (0, 0), 5.0) in got["q"]
+
+
+def test_the_smaller_of_an_integer_and_a_float_is_picked_exactly(spark):
+    """``f_min``/``f_max`` of an integer and a float chose between them as floats, which
+    round beyond 2^53: ``f_min(2**53 + 1, 2.0**53)`` was the integer (Python's is the
+    float, below it) and ``f_max(2**63 - 1, 2.0**63)`` the integer too. Of a list of
+    integers and a list of floats, both were cast to lists of floats: ``f_min([1], [2.5])``
+    was ``[1.0]`` (Python's is ``[1]``). The result is the argument Python picks, compared
+    exactly, with its kind (found by differential fuzzing)."""
+    b = 2 ** 53
+    program = psn.parse("lo(X, Y, M) :- p(X, Y), M := f_min(X, Y).\n"
+                        "hi(X, Y, M) :- p(X, Y), M := f_max(Y, X).\n"
+                        "h(X, Y) :- p(X, Y), f_max(X, Y) == X.\n")
+    facts = {"p": [(b + 1, float(b)), (float(b), b + 1), (2**63 - 1, 2.0**63), (b - 1, float(b)),
+                   (3, 2.5), ((1,), (2.5,)), ((b + 1,), (float(b),)), ((3, 1), (3.0,)),
+                   (((1,), (2,)), ((1.0,), (2.0,))), (((b + 1,),), ((float(b),),)),
+                   ((), (0.5,)), ((2,), (2.0,))]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want)
+    assert (b + 1, float(b), float(b)) in got["lo"] and (2**63 - 1, 2.0**63, 2.0**63) in got["hi"]
+    assert ((1,), (2.5,), (1,)) in got["lo"] and ((b + 1,), (float(b),), (b + 1,)) in got["hi"]

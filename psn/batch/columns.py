@@ -374,11 +374,11 @@ class _Compiler:
             return self._bad(f"{t.name} cannot compare {K.describe(a[1])} and "
                              f"{K.describe(b[1])}", t.span)
         kinds = (a[1], b[1])
-        a, b = cast(a[0], k), cast(b[0], k)
-        if kinds[0] != kinds[1] and all(map(K.is_number, kinds)):  # integer and float:
-            # which the result is depends on the row
-            raise Split(t, first_wins(a, b), *t.args)
-        return fn(a, b), k
+        if rounds(*kinds):  # an integer and a float, or lists of them: which the result
+            # is, and so its kind, depends on the row; they are compared exactly
+            raise Split(t, first_wins(sign(a[0], kinds[0], b[0], kinds[1]), self.F.lit(0)),
+                        *t.args)
+        return fn(cast(a[0], k), cast(b[0], k)), k
 
     def _f_min(self, t, a, b):
         return self._extreme(t, a, b, self.F.least, lambda x, y: x <= y)
