@@ -661,3 +661,18 @@ def test_the_smaller_of_an_integer_and_a_float_is_picked_exactly(spark):
     assert _typed(got) == _typed(want)
     assert (b + 1, float(b), float(b)) in got["lo"] and (2**63 - 1, 2.0**63, 2.0**63) in got["hi"]
     assert ((1,), (2.5,), (1,)) in got["lo"] and ((b + 1,), (float(b),), (b + 1,)) in got["hi"]
+
+
+def test_a_list_appended_or_prepended_is_one_element(spark):
+    """``f_append(L, X)`` and ``f_prepend(X, L)`` with a list ``X`` added its elements, as
+    ``f_concat`` does, where Python adds ``X`` as one element: ``f_append(nil, [2])`` was
+    ``[2]`` (Python's is ``[[2]]``) and ``f_append([[1]], [2])`` was refused as a list
+    mixing kinds (found by differential fuzzing)."""
+    program = psn.parse("a(L, X, M) :- p(L, X), M := f_append(L, X).\n"
+                        "b(L, X, M) :- p(L, X), M := f_prepend(X, L).\n")
+    facts = {"p": [((), (2,)), (((1,),), (2,)), (((1.5,),), (2.5, 3.0)), ((), ()),
+                   (((),), ((4,),))]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want)
+    assert ((), (2,), ((2,),)) in got["a"] and (((1,),), (2,), ((2,), (1,))) in got["b"]

@@ -295,11 +295,15 @@ class _Compiler:
             return None
         return self._bad(f"{t.name} expects a list, got {K.describe(k)}", t.span)
 
+    def _item(self, c, k):
+        """The one-element list of ``c``: a list is one element too, unlike in f_concat."""
+        return self.F.array(c), K.array(k)
+
     def _f_append(self, t, lst, x):
-        return self._need_list(t, lst[1]) or self._join_lists(t, [lst, self._as_list(*x)])
+        return self._need_list(t, lst[1]) or self._join_lists(t, [lst, self._item(*x)])
 
     def _f_prepend(self, t, x, lst):
-        return self._need_list(t, lst[1]) or self._join_lists(t, [self._as_list(*x), lst])
+        return self._need_list(t, lst[1]) or self._join_lists(t, [self._item(*x), lst])
 
     def _f_member(self, t, lst, x):
         F = self.F
