@@ -676,3 +676,27 @@ def test_a_list_appended_or_prepended_is_one_element(spark):
     want = psn.evaluate(program, facts)
     assert _typed(got) == _typed(want)
     assert ((), (2,), ((2,),)) in got["a"] and (((1,),), (2,), ((2,), (1,))) in got["b"]
+
+
+def test_lists_whose_kinds_differ_are_ordered_as_far_as_python_orders_them(spark):
+    """An ordering comparison or ``f_min``/``f_max`` of two lists whose element kinds do
+    not unify (a list of lists of integers and one of lists of strings) was always an
+    error on Spark; Python orders them element by element and raises only at a pair it
+    cannot order, so ``[[], [1]] < [["a"]]`` holds (``[] < ["a"]`` decides) while
+    ``[[1]] < [["a"]]`` is an error (found by differential fuzzing)."""
+    program = psn.parse("lt(L, M) :- p(L), q(M), L < M.\n"
+                        "ge(L, M) :- p(L), q(M), L >= M.\n"
+                        "lo(L, M, X) :- p(L), q(M), X := f_min(L, M).\n"
+                        "hi(L, M, X) :- p(L), q(M), X := f_max(M, L).\n")
+    facts = {"p": [(((), (1,)),), (((),),), ((),)], "q": [((("a",),),), ((("b",), ()),)]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want)
+    assert (((), (1,)), (("a",),)) in got["lt"] and (((),), (("b",), ())) in got["lt"]
+    assert (((), (1,)), (("a",),), ((), (1,))) in got["lo"]
+    for rule in ("r(L, M) :- p(L), q(M), L < M.\n", "r(X) :- p(L), q(M), X := f_max(L, M).\n"):
+        program = psn.parse(rule)
+        facts = {"p": [(((), (1,)),)], "q": [(((), ("b",)),)]}   # 1 < "b" is an error
+        for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
+            with pytest.raises(EvaluationError, match="cannot compare"):
+                run(program, facts)

@@ -122,15 +122,24 @@ def rounds(ka, kb) -> bool:
     return K.is_array(ka) and K.is_array(kb) and rounds(K.elem(ka), K.elem(kb))
 
 
+#: what :func:`sign` gives for two values Python cannot order (it raises a TypeError)
+INCOMPARABLE = 2
+
+
 def sign(a, ka, b, kb):
     """An integer Column: -1, 0 or 1 as ``a`` (of kind ``ka``) is below, equal to or above
-    ``b`` (of kind ``kb``) in Python's order, where kinds unify and are ordered (numbers,
-    strings, lists of them): exact between integers and floats (:func:`order`), and
-    lexicographic for lists, element by element the same way."""
+    ``b`` (of kind ``kb``) in Python's order (numbers, strings, lists of them): exact
+    between integers and floats (:func:`order`), and lexicographic for lists, element by
+    element the same way; :data:`INCOMPARABLE` where Python cannot order them. Lists whose
+    kinds do not unify (``[[], [1]]`` and ``[["a"]]``) are ordered until a pair of their
+    elements is incomparable, as in Python (``[] < ["a"]`` decides that one)."""
     from pyspark.sql import functions as F
     if {ka, kb} == {K.LONG, K.DOUBLE}:
         return order(a, b) if ka == K.LONG else -order(b, a)
-    if rounds(ka, kb):
+    u = K.unify(ka, kb)
+    if u is None and not (K.is_array(ka) and K.is_array(kb)):
+        return F.lit(INCOMPARABLE)
+    if u is None or rounds(ka, kb):
         ea, eb = K.elem(ka), K.elem(kb)
         # zip_with pads the shorter list with nulls: past it, the lengths decide
         signs = F.zip_with(a, b, lambda x, y: F.when(x.isNull() | y.isNull(), F.lit(0))
@@ -139,7 +148,6 @@ def sign(a, ka, b, kb):
                             .otherwise(s))
         longer = F.signum(F.size(a) - F.size(b)).cast("int")
         return F.when(first != 0, first).otherwise(longer)
-    u = K.unify(ka, kb)
     x, y = cast(a, u), cast(b, u)
     return F.when(x < y, F.lit(-1)).when(x > y, F.lit(1)).otherwise(F.lit(0))
 
@@ -374,14 +382,20 @@ class _Compiler:
 
     def _extreme(self, t, a, b, fn, first_wins):
         k = K.unify(a[1], b[1])
-        if k is None or k == K.NULL:
-            return self._bad(f"{t.name} cannot compare {K.describe(a[1])} and "
-                             f"{K.describe(b[1])}", t.span)
         kinds = (a[1], b[1])
-        if rounds(*kinds):  # an integer and a float, or lists of them: which the result
-            # is, and so its kind, depends on the row; they are compared exactly
-            raise Split(t, first_wins(sign(a[0], kinds[0], b[0], kinds[1]), self.F.lit(0)),
-                        *t.args)
+        lists = all(map(K.is_array, kinds))
+        message = f"{t.name} cannot compare {K.describe(a[1])} and {K.describe(b[1])}"
+        if (k is None and not lists) or k == K.NULL:
+            return self._bad(message, t.span)
+        if k is None or rounds(*kinds):  # an integer and a float, or lists of them, or
+            # lists of kinds that do not unify: which the result is, and so its kind,
+            # depends on the row; they are compared exactly
+            s = sign(a[0], kinds[0], b[0], kinds[1])
+            wins = first_wins(s, self.F.lit(0))
+            if k is None:   # Python raises where the lists are not ordered
+                fail = self.errors.fail(message, t.span)
+                wins = self.F.when(s == INCOMPARABLE, fail.cast("boolean")).otherwise(wins)
+            raise Split(t, wins, *t.args)
         return fn(cast(a[0], k), cast(b[0], k)), k
 
     def _f_min(self, t, a, b):
@@ -400,12 +414,15 @@ class _Compiler:
                 return F.lit(lit.op == "!=")
             same = equal(a, ka, b, kb)
             return ~same if lit.op == "!=" else same
-        if k is None:
-            return self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
-                                    f"{K.describe(kb)}", lit.span).isNull()
-        x, y = cast(a, k), cast(b, k)
-        if rounds(ka, kb):   # exactly, as Python compares them
-            x, y = sign(a, ka, b, kb), F.lit(0)
+        fail = self.errors.fail(f"cannot compare {K.describe(ka)} {lit.op} "
+                                f"{K.describe(kb)}", lit.span)
+        if k is None and not (K.is_array(ka) and K.is_array(kb)):
+            return fail.isNull()
+        if k is None or rounds(ka, kb):   # exactly, as Python compares them
+            s = sign(a, ka, b, kb)
+            x, y = F.when(s == INCOMPARABLE, fail.cast("int")).otherwise(s), F.lit(0)
+        else:
+            x, y = cast(a, k), cast(b, k)
         return {"<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[lit.op]
 
 
