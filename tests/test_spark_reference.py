@@ -700,3 +700,26 @@ def test_lists_whose_kinds_differ_are_ordered_as_far_as_python_orders_them(spark
         for run in (psn.evaluate, lambda p, f: evaluate_spark(p, f, session=spark)):
             with pytest.raises(EvaluationError, match="cannot compare"):
                 run(program, facts)
+
+
+def test_empty_lists_of_columns_of_different_kinds_are_equal(spark):
+    """A column of lists of integers can hold ``[]`` (``f_first([[], [1]])``), and so can
+    one of lists of strings; Spark took values of kinds that do not unify as never equal,
+    so the two ``[]`` did not join, ``==`` between them was false, ``not`` kept them and
+    ``f_member`` did not find one in a list of the other, where Python finds them equal
+    (found by differential fuzzing)."""
+    program = psn.parse("s(A) :- p(L), A := f_first(L).\n"
+                        "t(A) :- q(M), A := f_first(M).\n"
+                        "j(A) :- s(A), t(A).\n"
+                        "e(A, B) :- s(A), t(B), A == B.\n"
+                        "d(A, B) :- s(A), t(B), A != B.\n"
+                        "n(A) :- s(A), not t(A).\n"
+                        "m(L, A) :- q(L), s(A), f_member(L, A) == 1.\n"
+                        "k(L) :- p(L), q(L).\n")
+    facts = {"p": [(((), (1,)),), (((1,),),), (((), ()),)],
+             "q": [(((), ("a",)),), ((("b",),),), (((), ()),)]}
+    got = evaluate_spark(program, facts, session=spark)
+    want = psn.evaluate(program, facts)
+    assert _typed(got) == _typed(want)
+    assert got["j"] == {((),)} and ((), ()) in got["e"] and got["n"] == {((1,),)}
+    assert (((), ("a",)), ()) in got["m"] and got["k"] == {(((), ()),)}

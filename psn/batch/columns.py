@@ -35,7 +35,7 @@ from ndlog.errors import EvaluationError, Span
 from . import kinds as K
 
 __all__ = ["ErrorTable", "Split", "var_column", "compile_term", "compile_compare", "cast",
-           "equal", "order", "rounds", "sign", "within_64_bits", "MARKER"]
+           "equal", "may_equal", "order", "rounds", "sign", "within_64_bits", "MARKER"]
 
 #: prefix of raise_error messages, followed by the error's index in its ErrorTable
 MARKER = "PSN-SPARK-ERROR#"
@@ -92,15 +92,30 @@ def cast(col, k):
     return col.cast(K.storage(k))
 
 
+def may_equal(ka, kb) -> bool:
+    """Whether a value of kind ``ka`` can equal one of kind ``kb``: where the kinds unify,
+    and between lists of any kinds, which are equal where they are empty (a column of
+    lists of integers can hold ``[]``, and so can one of lists of strings)."""
+    return K.unify(ka, kb) is not None or (K.is_array(ka) and K.is_array(kb))
+
+
 def equal(a, ka, b, kb):
     """A boolean Column: ``a`` (of kind ``ka``) equals ``b`` (of kind ``kb``) as in Python,
-    where kinds unify (a caller tests that). An integer equals a float only where the
-    float is a whole number within 64 bits equal to it as an integer: a cast of the
-    integer to a float would round integers beyond 2^53, and make ``2**53 + 1`` equal
-    ``2.0**53``. That cast's equality is kept as a first conjunct, which Spark can join
-    on by hashing. Lists of integers and lists of floats are compared element by element
-    the same way (``[2**53 + 1]`` is not ``[2.0**53]``)."""
+    where they may be equal (:func:`may_equal`; a caller tests that). An integer equals a
+    float only where the float is a whole number within 64 bits equal to it as an
+    integer: a cast of the integer to a float would round integers beyond 2^53, and make
+    ``2**53 + 1`` equal ``2.0**53``. That cast's equality is kept as a first conjunct,
+    which Spark can join on by hashing. Lists of integers and lists of floats are compared
+    element by element the same way (``[2**53 + 1]`` is not ``[2.0**53]``), and so are
+    lists whose kinds do not unify (``[[], [1]]`` and ``[[], ["a"]]`` differ, their first
+    elements are equal)."""
     from pyspark.sql import functions as F
+    if K.unify(ka, kb) is None:
+        if not (K.is_array(ka) and K.is_array(kb)):
+            return F.lit(False)
+        ea, eb = K.elem(ka), K.elem(kb)
+        return (F.size(a) == F.size(b)) & F.forall(
+            F.zip_with(a, b, lambda x, y: equal(x, ea, y, eb)), lambda t: t)
     if {ka, kb} != {K.LONG, K.DOUBLE}:
         u = K.unify(ka, kb)
         same = cast(a, u) == cast(b, u)
@@ -320,9 +335,9 @@ class _Compiler:
             return bad
         e = K.elem(lst[1])
         u = K.unify(e, x[1])
-        if u is None:  # no element can equal x
+        if not may_equal(e, x[1]):  # no element can equal x
             return F.lit(0).cast("long"), K.LONG
-        if rounds(e, x[1]):  # an integer and a float: exactly
+        if u is None or rounds(e, x[1]):  # an integer and a float: exactly
             hit = F.exists(lst[0], lambda v: equal(v, e, x[0], x[1]))
         else:
             hit = F.array_contains(cast(lst[0], K.array(u)), cast(x[0], u))
@@ -410,7 +425,7 @@ class _Compiler:
         (a, ka), (b, kb) = self.term(lit.left), self.term(lit.right)
         k = K.unify(ka, kb)
         if lit.op in ("==", "=", "!="):
-            if k is None:  # values of different kinds are never equal
+            if not may_equal(ka, kb):  # values of different kinds are never equal
                 return F.lit(lit.op == "!=")
             same = equal(a, ka, b, kb)
             return ~same if lit.op == "!=" else same

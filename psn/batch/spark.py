@@ -54,7 +54,7 @@ from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
 from .columns import (ErrorTable, Split, cast, compile_compare, compile_term, equal,
-                      order, sign, var_column, within_64_bits)
+                      may_equal, order, sign, var_column, within_64_bits)
 
 __all__ = ["evaluate_spark", "SparkStats"]
 
@@ -1148,7 +1148,7 @@ class _Planner:
             cond = F.lit(True)
             for i, (t, k) in enumerate(zip(atom.args, sig)):
                 c, tk = compile_term(t, frame.kinds, self.run.errors, frame.subst)
-                if K.unify(tk, k) is None:
+                if not may_equal(tk, k):
                     break
                 cond = cond & equal(c, tk, F.col(f"c{i}"), k)
             else:
@@ -1198,7 +1198,7 @@ class _Planner:
                 continue
             if isinstance(t, A.Var):
                 if t.name in first_col:
-                    if K.unify(kinds[t.name], k) is None:
+                    if not may_equal(kinds[t.name], k):
                         return None
                     conds.append(equal(col, k, F.col(first_col[t.name]), kinds[t.name]))
                     continue
@@ -1207,7 +1207,7 @@ class _Planner:
                 select.append(col.alias(var_column(t.name)))
             elif isinstance(t, A.Const):
                 value, ck = compile_term(t, {}, self.run.errors)
-                if K.unify(ck, k) is None:
+                if not may_equal(ck, k):
                     return None
                 conds.append(equal(col, k, value, ck))
             else:  # an expression argument: compare once its variables are bound
@@ -1236,7 +1236,7 @@ class _Planner:
         for n in shared:  # a variable keeps the value (and kind) it was bound to first
             if n in same:
                 continue
-            if K.unify(frame.kinds[n], right.kinds[n]) is None:
+            if not may_equal(frame.kinds[n], right.kinds[n]):
                 return None
             col = var_column(n)
             right_df = right_df.withColumnRenamed(col, "r_" + col)
