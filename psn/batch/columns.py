@@ -7,9 +7,9 @@ computes what the Python reference computes. Each compiled term is a pair
 lists of integers (exact, as Python); otherwise lists use Spark's array functions
 (``concat``, ``array_contains``, ``size``, ``element_at``, ``zip_with``, ``aggregate``,
 ``forall``, ``exists``), ``f_dist`` of floats is ``sqrt`` of a sum of squares,
-``f_min``/``f_max`` are
-``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates toward zero, like
-:mod:`ndlog.expr`) and ``%`` is Spark's remainder (the dividend's sign, like :mod:`ndlog.expr`).
+``f_min``/``f_max`` are ``least``/``greatest``, integer ``/`` is Spark's ``div`` (truncates
+toward zero, like :mod:`ndlog.expr`) and ``%`` is Spark's remainder (the dividend's sign,
+like :mod:`ndlog.expr`).
 
 Errors that Python raises while evaluating a row (a builtin on the wrong kind, division by
 zero, an ordering comparison between a number and a string) become ``raise_error``
