@@ -256,6 +256,26 @@ def test_lists_of_integers_meet_lists_of_floats_exactly(spark):
     assert (((b + 1,), (2,)), ((float(b),), (2.0,))) not in got["nested_lt"]
 
 
+def test_a_value_reaching_a_relation_as_two_kinds_is_held_once(spark):
+    """``1`` from one rule and ``1.0`` from another have different signatures: Spark kept
+    both in the relation and derived from each (``q`` held ``(1, 0)`` and ``(1.0, 0.5)``,
+    Python one of them), in a recursive relation too, and an aggregate counted ``[]`` from
+    columns of lists of two kinds twice. A relation holds the value once, integers first."""
+    cases = [("p(X) :- a(X). p(X) :- b(X). q(X, Y) :- p(X), Y := X / 2.\n",
+              {"a": [(1,)], "b": [(1.0,)]}, "q", {(1, 0)}),
+             ("p(X) :- a(X). p(X) :- b(X). p(Y) :- p(X), c(X, Y). q(X, Y) :- p(X), "
+              "Y := X / 2.\n", {"a": [(2,)], "b": [(1.0,)], "c": [(2, 1), (1.0, 3)]},
+              "q", {(1.0, 0.5), (2, 1), (3, 1)}),
+             ("s(A) :- p(L), A := f_first(L). s(A) :- q(M), A := f_first(M). "
+              "c(count<A>) :- s(A).\n", {"p": [(((), (1,)),)], "q": [(((), ("a",)),)]},
+              "c", {(1,)})]
+    for text, facts, pred, want in cases:
+        program = psn.parse(text)
+        got = evaluate_spark(program, facts, session=spark)
+        assert _typed(got) == _typed(psn.evaluate(program, facts))
+        assert got[pred] == want
+
+
 def test_lists_mixing_integers_and_floats_are_refused(spark):
     """A column of lists of floats turns integers into floats: a list mixing them (given,
     or built by a rule) read back as ``[1.0, 2.5]``, and lists of integers that one group

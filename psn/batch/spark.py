@@ -283,7 +283,13 @@ class _Run:
         rel = self.rels.setdefault(pred, {})
         for sig, dfs in frames.items():
             df = _union(dfs + ([rel[sig]] if sig in rel else []))
-            rel[sig] = self._cache(df.distinct()) if pred in self.consumed else df
+            rel[sig] = df.distinct() if pred in self.consumed else df
+        if pred in self.consumed:
+            added = {sig: rel[sig] for sig in frames}
+            if len(rel) > 1:
+                added = _held_once({o: df for o, df in rel.items() if o not in frames}, added)
+            for sig, df in added.items():
+                rel[sig] = self._cache(df)
         self.derived.add(pred)
 
     def _cache(self, df):
@@ -316,6 +322,8 @@ class _Run:
             for sig, dfs in frames.items():
                 cand = _union(dfs).distinct()
                 new[sig] = cand.subtract(rel[sig]) if sig in rel else cand
+            if len(set(new) | set(rel)) > 1:
+                new = _held_once(rel, new)
             if pred in self.specs:
                 delta[pred] = self._select(pred, rel, new)
             else:
@@ -809,6 +817,28 @@ def _unify_all(kinds, refuse=None, unify=K.unify):
 def _mixes(kinds) -> bool:
     """Whether a position holds integers in some parts and floats in others."""
     return K.LONG in kinds and K.DOUBLE in kinds
+
+
+def _held_once(rel: Rel, new: Rel) -> Rel:
+    """``new`` without the tuples equal to one held under another signature of the
+    relation: in ``rel``, or new under a signature before it (integers before floats). A
+    relation holds a value once, as in Python, though ``1`` and ``1.0`` (or ``[]`` in
+    columns of two kinds) have different signatures; which of them stays depends on the
+    order of work, as in Python."""
+    from pyspark.sql import functions as F
+    out: Rel = {}
+    for sig in sorted(new, key=lambda sig: (repr(sig).count(K.DOUBLE), repr(sig))):
+        df = new[sig]
+        others = [(o, d) for o, d in rel.items() if o != sig] + list(out.items())
+        for other, held in others:
+            if len(other) != len(sig) or not all(map(may_equal, sig, other)):
+                continue
+            cond = F.lit(True)
+            for i, (k, ko) in enumerate(zip(sig, other)):
+                cond = cond & equal(F.col(f"l.c{i}"), k, F.col(f"r.c{i}"), ko)
+            df = df.alias("l").join(held.alias("r"), on=cond, how="left_anti")
+        out[sig] = df
+    return out
 
 
 def _refuse_selected_lists(pred: str, p: int):
