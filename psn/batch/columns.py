@@ -110,23 +110,25 @@ def equal(a, ka, b, kb):
     lists whose kinds do not unify (``[[], [1]]`` and ``[[], ["a"]]`` differ, their first
     elements are equal)."""
     from pyspark.sql import functions as F
-    if K.unify(ka, kb) is None:
+    u = K.unify(ka, kb)
+    if u is None:
         if not (K.is_array(ka) and K.is_array(kb)):
             return F.lit(False)
-        ea, eb = K.elem(ka), K.elem(kb)
-        return (F.size(a) == F.size(b)) & F.forall(
-            F.zip_with(a, b, lambda x, y: equal(x, ea, y, eb)), lambda t: t)
+        return (F.size(a) == F.size(b)) & _each_equal(a, ka, b, kb)
     if {ka, kb} != {K.LONG, K.DOUBLE}:
-        u = K.unify(ka, kb)
         same = cast(a, u) == cast(b, u)
-        if not rounds(ka, kb):
-            return same
-        ea, eb = K.elem(ka), K.elem(kb)
-        return same & F.forall(F.zip_with(a, b, lambda x, y: equal(x, ea, y, eb)),
-                               lambda t: t)
+        return same & _each_equal(a, ka, b, kb) if rounds(ka, kb) else same
     i, d = (a, b) if ka == K.LONG else (b, a)
     return (i.cast("double") == d) & F.when(within_64_bits(d), d.cast("long") == i) \
         .otherwise(F.lit(False))
+
+
+def _each_equal(a, ka, b, kb):
+    """A boolean Column: the lists ``a`` and ``b`` (of kinds ``ka``, ``kb``) are equal
+    element by element (:func:`equal`), where they are of one length."""
+    from pyspark.sql import functions as F
+    ea, eb = K.elem(ka), K.elem(kb)
+    return F.forall(F.zip_with(a, b, lambda x, y: equal(x, ea, y, eb)), lambda t: t)
 
 
 def rounds(ka, kb) -> bool:

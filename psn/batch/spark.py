@@ -722,16 +722,9 @@ class _Run:
         return _unify_all(kinds, refuse, K.unify_held)
 
     def _refuse_lists(self, rule: A.Rule, what: str):
-        """A ``refuse`` for :func:`_unify_all` with :func:`psn.batch.kinds.unify_held`:
-        the error of lists of integers and lists of floats that one column of ``rule``
-        would hold (``what``: a group key, a variable of an aggregate's body, an aggregate's
-        value), turning the integers into floats."""
-        def refuse(k, other):
-            raise EvaluationError(
-                f"rule {rule.name}: the Spark reference cannot hold {K.describe(k)} and "
-                f"{K.describe(other)} in one column ({what}): the integers would become "
-                "floats; use --engine python", rule.span, self.program.source)
-        return refuse
+        """:func:`_refuse_mixed_lists` for one column of ``rule`` (``what``: a group key, a
+        variable of an aggregate's body, an aggregate's value), at the rule."""
+        return _refuse_mixed_lists(f"rule {rule.name}", what, rule.span, self.program.source)
 
     def _group_columns(self, part, unified: dict, mixed_keys: list, value_kinds: list,
                        mixed: list):
@@ -841,16 +834,23 @@ def _held_once(rel: Rel, new: Rel) -> Rel:
     return out
 
 
-def _refuse_selected_lists(pred: str, p: int):
+def _refuse_mixed_lists(where: str, what: str, span=None, source=None):
     """A ``refuse`` for :func:`_unify_all` with :func:`psn.batch.kinds.unify_held`: the
-    error of lists of integers and lists of floats that aggregate selection on ``pred``
-    would compare in one column (argument ``p``), turning the integers into floats."""
+    error of lists of integers and lists of floats that one column (``what``) would hold,
+    turning the integers into floats; ``where`` names the rule or the aggregate
+    selection."""
     def refuse(k, other):
         raise EvaluationError(
-            f"aggregate selection on '{pred}': the Spark reference cannot hold "
-            f"{K.describe(k)} and {K.describe(other)} in one column (argument {p + 1}): the "
-            "integers would become floats; use --engine python")
+            f"{where}: the Spark reference cannot hold {K.describe(k)} and "
+            f"{K.describe(other)} in one column ({what}): the integers would become "
+            "floats; use --engine python", span, source)
     return refuse
+
+
+def _refuse_selected_lists(pred: str, p: int):
+    """:func:`_refuse_mixed_lists` for argument ``p`` of ``pred`` under aggregate
+    selection."""
+    return _refuse_mixed_lists(f"aggregate selection on '{pred}'", f"argument {p + 1}")
 
 
 def _join_keys(df, best, on: list, null_safe: bool):
