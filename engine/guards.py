@@ -387,7 +387,7 @@ class AnnotationBudgetError(EvaluationError):
     """A fact's annotation (its derivation sets) grew past the run's budget."""
 
 
-def budget_error(exc, fact: str) -> AnnotationBudgetError:
+def budget_error(exc, fact: str, made_for: str = "") -> AnnotationBudgetError:
     """The user-facing error for a scheme's
     :class:`~provenance.base.AnnotationBudgetExceeded`.
 
@@ -397,6 +397,9 @@ def budget_error(exc, fact: str) -> AnnotationBudgetError:
         The scheme's exception (``size``, ``budget``, ``scope``, ``unit``).
     fact:
         The fact as NDlog, e.g. ``reachable(@1, 5)``.
+    made_for:
+        For a fact of a predicate the engine made, the rule it serves
+        (:meth:`engine.program.EngineProgram.made_for`), else ``""``.
 
     Returns
     -------
@@ -404,14 +407,14 @@ def budget_error(exc, fact: str) -> AnnotationBudgetError:
         Naming the fact, the size reached, the budget and the fixes.
     """
     if exc.scope == "fact":
-        text = (f"the derivation sets of {fact} reached {exc.size:,} {exc.unit}, over the "
-                f"budget of {exc.budget:,} per fact; derivation sets grow exponentially with "
-                f"the graph's cycles: use --annotation absorption, or raise the budget with "
-                f"--derivation-budget N")
+        text = (f"the derivation sets of {fact}{made_for}{',' if made_for else ''} reached "
+                f"{exc.size:,} {exc.unit}, over the budget of {exc.budget:,} per fact; "
+                f"derivation sets grow exponentially with the graph's cycles: use "
+                f"--annotation absorption, or raise the budget with --derivation-budget N")
     else:
         text = (f"the derivation sets reached {exc.size:,} {exc.unit} in total (the last "
-                f"for {fact}), over the budget of {exc.budget:,} per process; derivation "
-                f"sets grow exponentially with the graph's cycles: use --annotation "
+                f"for {fact}{made_for}), over the budget of {exc.budget:,} per process; "
+                f"derivation sets grow exponentially with the graph's cycles: use --annotation "
                 f"absorption, or raise the budget with --derivation-total N")
     err = AnnotationBudgetError(text)
     err.fact, err.size, err.budget, err.scope = fact, exc.size, exc.budget, exc.scope

@@ -147,13 +147,13 @@ class Ledger:
         self.live, self.debts, self.keyed, self.preds, _ = state
 
 
-
 def describe_fact(program, pred: str, tup: tuple) -> str:
     """``link(@a, b)``: a fact of ``program`` (an engine program) as NDlog, with its
     location specifier."""
     from .node import format_fact
     loc = program.loc.get(pred) if program.distributed else None
     return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+
 
 class Injector:
     """Bursts of base-fact updates -> annotated updates per node (see the module doc).

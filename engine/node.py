@@ -56,6 +56,7 @@ from ndlog.builtins import format_value
 from .aggregate import AggregateOperator
 from .compile import compile_delta_rules
 from .guards import UnsafeAnnotationError, budget_error
+from .ledger import describe_fact
 from .program import CENTRAL, EngineProgram, absence_pred
 
 #: the count of a scheme that counts every stored fact once (see :meth:`Node.size`)
@@ -569,9 +570,8 @@ class Node:
     def _over_budget(self, exc: AnnotationBudgetExceeded):
         """The user-facing error for a scheme's budget exception, the fact shown as NDlog."""
         pred, tup = exc.fact
-        loc = self.program.loc.get(pred) if self.program.distributed else None
-        return budget_error(exc, format_fact(pred, tup, loc if loc is None or loc < len(tup)
-                                             else None))
+        return budget_error(exc, describe_fact(self.program, pred, tup),
+                            self.program.made_for(pred))
 
     def rederive(self, heads) -> list[tuple[Any, Update]]:
         """Fire, once, every rule whose head predicate is in ``heads`` over the committed

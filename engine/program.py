@@ -125,6 +125,30 @@ class EngineProgram:
         i = self.loc.get(pred)
         return 0 if i is None else i
 
+    def made_for(self, pred: str) -> str:
+        """For a predicate the engine made (hidden: a localizer auxiliary or mirror, an
+        aggregate's contributions), the rule as written that it serves, as words to put
+        after one of its facts in a message: ``", an intermediate fact of rule r2 (line
+        2)"``; ``""`` for any other predicate.
+
+        Parameters
+        ----------
+        pred:
+            A predicate of :attr:`program`.
+        """
+        if pred not in self.hidden:
+            return ""
+        made = next((r for r in self.rules if r.head.pred == pred), None)
+        span = None if made is None else made.span
+        written = next((r for r in self.source.rules if span is not None and r.span == span),
+                       None)
+        if written is None:
+            return ""
+        name = f"rule {written.name} " if written.named else "the rule "
+        what = "a contribution to the aggregate of" if pred in self.aggregates \
+            else "an intermediate fact of"
+        return f", {what} {name}(line {span.line})"
+
 
 def is_local(rule: A.Rule) -> bool:
     """True if every body atom of ``rule`` has the same location term."""

@@ -69,7 +69,7 @@ from ndlog.errors import InputError
 from ndlog.expr import compile_compare, compile_term
 from provenance.posbool import POSBOOL, Antichain
 from .minship import stage_of
-from .node import format_fact
+from .ledger import describe_fact
 from .program import ABSENCE_PREFIX
 
 __all__ = ["why", "why_sets", "NotDerived", "TooLarge", "MAX_PRODUCTS"]
@@ -190,9 +190,7 @@ def _check(net, pred: str, tup: tuple) -> str:
 
 def _text(net, pred: str, tup: tuple) -> str:
     """``pred(@a, b)``: a fact as NDlog text, ``@`` before its location argument."""
-    prog = net.program
-    loc = prog.loc.get(pred) if prog.distributed else None
-    return format_fact(pred, tup, loc if loc is None or loc < len(tup) else None)
+    return describe_fact(net.program, pred, tup)
 
 
 def _arities(net) -> dict[str, int]:

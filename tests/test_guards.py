@@ -23,6 +23,7 @@ import pytest
 
 import psn
 from engine import Network
+from engine.program import prepare
 from engine.guards import (
     MIN_MEMORY, AnnotationBudgetError, MemoryGuard, MemoryLimitError, UnsafeAnnotationError,
     check_memory_limit, check_set_deletions, current_rss, default_memory_limit,
@@ -270,6 +271,32 @@ def test_total_budget_counts_entries_across_facts():
     with pytest.raises(AnnotationBudgetError) as info:
         net.apply(["+link(@3, 4)"]).run()
     assert "in total" in info.value.message and "--derivation-total" in info.value.message
+
+
+PROJECTED = """
+r1 p(@S, X) :- a(@S, Z), e(@Z, X, Y).
+c1 t(@S, count<X>) :- p(@S, X).
+"""
+
+
+def test_budget_error_on_a_fact_the_engine_made_names_the_rule_it_serves():
+    # r1 runs at node 2 through r1_aux(@S, Z, X), which projects Y away: its one fact
+    # r1_aux(@1, 2, 0) has a derivation per e fact and passes the budget before p(@1, 0)
+    facts = {"a": [(1, 2)], "e": [(2, 0, y) for y in range(5)]}
+    for seed in range(3):
+        with pytest.raises(AnnotationBudgetError) as info:
+            Network(PROJECTED, facts, annotation=DerivationScheme(max_per_fact=3),
+                    seed=seed).run()
+        assert info.value.message.startswith(
+            "the derivation sets of r1_aux(@1, 2, 0), an intermediate fact of rule r1 "
+            "(line 2), reached 4 derivations, over the budget of 3 per fact;"), \
+            info.value.message
+    prog = prepare(psn.parse(PROJECTED))
+    assert prog.made_for("p") == prog.made_for("a") == ""
+    assert prog.made_for("a_rev") == ", an intermediate fact of rule r1 (line 2)"
+    made = [p for p in prog.hidden if p in prog.aggregates]
+    assert [prog.made_for(p) for p in made] == [
+        ", a contribution to the aggregate of rule c1 (line 3)"]
 
 
 def test_budget_bookkeeping_in_pick():
