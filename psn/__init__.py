@@ -14,8 +14,6 @@ imported on first use, so ``import psn`` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ndlog.errors import (EvaluationError, InputError, LocalizationError, NDlogSemanticError,
                           NDlogSyntaxError, PSNError, Span)
 from ndlog.parser import as_program, load, parse
@@ -47,29 +45,12 @@ def evaluate(program, facts=None, *, max_memory=None, **options):
     """
     from ndlog.reference import evaluate as _evaluate
 
-    from .oracle import memory_ceiling
+    from .oracle import checked_facts, memory_ceiling
     guard = memory_ceiling(max_memory)
     program = as_program(program)
     if facts is not None:
-        facts = _checked_facts(program, facts)
+        facts = checked_facts(program, facts)
     return _evaluate(program, facts, guard=guard, **options)
-
-
-def _checked_facts(program, facts) -> Mapping:
-    """``facts``, each of its predicates checked against ``program``: one the program uses
-    or declares (``materialize``). Arities and tuples are checked where the reference reads
-    them (:func:`ndlog.reference.base_facts`)."""
-    from ndlog.parser import FactShapes
-    if not isinstance(facts, Mapping):
-        raise InputError(f"facts must be a mapping of predicate -> tuples, got "
-                         f"{type(facts).__name__}")
-    from ndlog.reference import fact_rows
-    known = dict.fromkeys(program.predicates)
-    for pred, rows in facts.items():
-        fact_rows(pred, rows)
-        if pred not in known:
-            FactShapes(known).check(pred, 0, None, None)    # raises, with "did you mean"
-    return facts
 
 
 _LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",

@@ -6,16 +6,19 @@ semi-naive fixpoint (:mod:`ndlog.reference` in Python, :mod:`psn.batch.spark` as
 jobs). And :func:`memory_ceiling`, the guard that stops the Python reference when it
 outgrows its memory (``psn.evaluate``, ``psn eval``, ``psn reference --engine python``): a
 program whose fixpoint is infinite (a recursive rule that builds ever longer lists or ever
-larger numbers) would otherwise run until the machine runs out of memory.
+larger numbers) would otherwise run until the machine runs out of memory. And
+:func:`checked_facts`, the check of facts given to either reference from Python.
 
 Deliberately not here: comparing relations (:mod:`ndlog.check`), running either reference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ndlog.errors import InputError
 
-__all__ = ["reference_evaluator", "memory_ceiling", "CHECK_EVERY"]
+__all__ = ["reference_evaluator", "memory_ceiling", "checked_facts", "CHECK_EVERY"]
 
 #: seconds between two readings of the resident memory by :func:`memory_ceiling`'s guard
 #: (it is called after every rule firing; a reading is a small file read)
@@ -114,3 +117,29 @@ def _stopped(used: int, limit: int, rounds: int, predicates, option: str, none: 
              f"no finite fixpoint; else raise {option} (or {none} for none)")
     err.used, err.limit = used, limit
     return err
+
+
+def checked_facts(program, facts) -> Mapping:
+    """``facts``, each of its predicates checked against ``program`` for either reference
+    (``psn.evaluate``, ``psn.batch.evaluate_spark``), as a run checks them: one the program
+    uses or declares (``materialize``). Arities and tuples are checked where each reference
+    reads them (:func:`ndlog.reference.base_facts`).
+
+    Raises
+    ------
+    InputError
+        For facts that are not a mapping, or a predicate the program does not use, naming
+        it (with the nearest known one), so that a misspelt predicate is not an empty
+        result.
+    """
+    from ndlog.parser import FactShapes
+    if not isinstance(facts, Mapping):
+        raise InputError(f"facts must be a mapping of predicate -> tuples, got "
+                         f"{type(facts).__name__}")
+    from ndlog.reference import fact_rows
+    known = dict.fromkeys(program.predicates)
+    for pred, rows in facts.items():
+        fact_rows(pred, rows)
+        if pred not in known:
+            FactShapes(known).check(pred, 0, None, None)    # raises, with "did you mean"
+    return facts

@@ -172,6 +172,17 @@ def test_mixed_list_is_a_clear_input_error(spark):
     assert "[1, a]" in err.value.message
 
 
+def test_the_public_entry_checks_facts_and_reads_text_as_psn_evaluate(spark):
+    from psn.batch import evaluate_spark as public
+    text = "r1 p(X) :- link(X).\n"
+    for call in (psn.evaluate, lambda p, f: public(p, f, session=spark)):
+        with pytest.raises(InputError) as err:
+            call(text, {"lnk": [(1,)]})
+        assert err.value.message == "predicate 'lnk' is not used by the program"
+        assert "link" in err.value.hint
+    _agree(psn.evaluate(text, {"link": [(1,)]}), public(text, {"link": [(1,)]}, session=spark))
+
+
 def test_a_constant_head_beside_a_recursive_join(spark):
     """Spark failed inside its optimizer ("key not found: c0#10L", its constraint
     propagation through a union) on a recursive relation with a rule whose head is a

@@ -15,8 +15,15 @@ __all__ = ["evaluate_spark", "get_session", "stop_session", "SparkStats"]
 
 
 def evaluate_spark(program, facts=None, **options):
-    """See :func:`psn.batch.spark.evaluate_spark`."""
+    """See :func:`psn.batch.spark.evaluate_spark`. ``program`` may be NDlog text too, and
+    ``facts`` are checked as :func:`psn.evaluate` checks them: a predicate the program
+    does not use is an :class:`~ndlog.errors.InputError`, not an empty result."""
+    from ndlog.parser import as_program
+    from ..oracle import checked_facts
     from .spark import evaluate_spark as _evaluate_spark
+    program = as_program(program)
+    if facts is not None:
+        facts = checked_facts(program, facts)
     return _evaluate_spark(program, facts, **options)
 
 
