@@ -4,10 +4,11 @@ Role: the bookkeeping every driver of the engine needs (the in-memory
 :class:`~engine.network.Network`, the simulator, Ray): number every base insertion (an
 annotation scheme may make the number a fresh provenance variable, so a re-inserted tuple is
 new), let a deletion cancel one live insertion of the same fact, apply ``materialize`` keys
-(a new tuple with a stored tuple's key replaces it: a deletion, then an insertion), and keep
-deletions that come before their insertion (overlapping bursts) as *debts* until an insertion
-matches them. A debt left when a run starts is the user's error: :meth:`Ledger.check` raises
-an :class:`~ndlog.errors.InputError` naming the fact.
+(a new tuple with a stored tuple's key replaces it: a deletion, then an insertion), take a
+re-insertion of a live soft-state fact (a finite ``materialize`` lifetime) as a refresh that
+injects nothing, and keep deletions that come before their insertion (overlapping bursts) as
+*debts* until an insertion matches them. A debt left when a run starts is the user's error:
+:meth:`Ledger.check` raises an :class:`~ndlog.errors.InputError` naming the fact.
 
 :class:`Injector` is the front of every engine's bursts: it checks each update against the
 program (known predicate, arity, a location), records it in the ledger and turns what the
@@ -50,6 +51,8 @@ class Ledger:
         self.keyed: dict[tuple, tuple] = {}
         self.preds: set[str] = set()
         self.seq = 0
+        #: soft-state tables (a finite ``materialize`` lifetime)
+        self.soft = frozenset(t.pred for t in program.tables if t.lifetime != float("inf"))
 
     def key(self, pred: str, tup: tuple):
         """``(pred, key values)`` of a tuple of a keyed table, or None (not keyed)."""
@@ -62,10 +65,15 @@ class Ledger:
         """Record one base update; return what to inject as ``(sign, tuple, seq)``: an
         insertion gets a new ``seq`` (preceded by the deletion of a keyed tuple it replaces,
         followed by its own deletion if a debt was waiting for it); a deletion carries the
-        ``seq`` of the oldest live insertion it cancels, or nothing (a new debt)."""
+        ``seq`` of the oldest live insertion it cancels, or nothing (a new debt). An
+        insertion of a soft-state fact that is live is a refresh, nothing to inject: soft
+        state is present or not, one deletion removes it (the simulator restarts its
+        lifetime)."""
         fact = (pred, tup)
         self.preds.add(pred)
         out: list[tuple[int, tuple, int]] = []
+        if sign > 0 and pred in self.soft and self.live.get(fact):
+            return out
         if sign > 0:
             key = self.key(pred, tup)
             if key is not None:

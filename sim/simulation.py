@@ -53,22 +53,6 @@ from ndlog.analysis import aggsel_candidates
 __all__ = ["Simulation", "compare_relations", "state_figures"]
 
 
-def _soft_facts_once(program):
-    """``program`` with each soft-state fact of its text once: a second insertion of a
-    present soft-state fact refreshes it (:meth:`Simulation._burst`), so it is not a
-    second insertion, in the program text as in a step."""
-    seen: set = set()
-    facts = []
-    for f in program.facts:
-        table = program.table(f.pred)
-        if table is not None and table.lifetime != math.inf:
-            if (f.pred, f.values) in seen:
-                continue
-            seen.add((f.pred, f.values))
-        facts.append(f)
-    return program if len(facts) == len(program.facts) else program.with_(facts=tuple(facts))
-
-
 def _load_program(program):
     """A program from a ``.ndl`` path (read: a missing file is an error naming it), NDlog
     text, or a parsed program."""
@@ -163,7 +147,7 @@ class Simulation:
                                       placement=self.placement, processing=processing,
                                       clock=self.clock, latency=latency,
                                       roundtrip=opts.roundtrip)
-        self.net = Network(_soft_facts_once(self.program), options=opts,
+        self.net = Network(self.program, options=opts,
                            transport=self.transport)
         self.resolved = self.net.resolved
         expiring = soft_state_deletions(self.program)

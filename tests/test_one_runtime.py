@@ -98,6 +98,25 @@ def test_json_shape_and_relations_are_the_same_on_every_engine(program, tmp_path
     assert _relations(docs["memory"]) == _relations(docs["ray"]) == _relations(docs["sim"])
 
 
+def test_a_soft_state_fact_inserted_twice_is_deleted_once_on_every_engine(tmp_path, capsys):
+    """A re-insertion of a present soft-state fact is a refresh, not a second insertion,
+    on every engine (the simulator also restarts its lifetime): one deletion removes it."""
+    program = tmp_path / "soft.ndl"
+    program.write_text("materialize(link, 30, infinity, keys(1, 2)).\n"
+                       "link(@1, 2).\n"
+                       "r1 reach(@S, D) :- link(@S, D).\n"
+                       "r2 reach(@S, D) :- link(@S, Z), reach(@Z, D).\n")
+    (tmp_path / "f.ndl").write_text("link(@2, 3).\nlink(@1, 2).\n")
+    (tmp_path / "b1.ndl").write_text("+link(@1, 2).\n")
+    (tmp_path / "b2.ndl").write_text("-link(@1, 2).\n")
+    base = ["run", str(program), "--facts", str(tmp_path / "f.ndl"), "--burst",
+            str(tmp_path / "b1.ndl"), "--burst", str(tmp_path / "b2.ndl"), "--format", "json",
+            "--check"]
+    for engine in ("memory", "sim", "ray"):
+        doc = _json(capsys, base + ["--engine", engine])
+        assert _relations(doc) == {"link": {(2, 3)}, "reach": {(2, 3)}}, engine
+
+
 def test_same_workload_and_seed_give_the_same_steps_on_sim_and_ray(capsys):
     argv = ["run", f"{EXAMPLES}/reachable.ndl", "--topology", "ts100", "--workload",
             "all; delete-links:5", "--seed", "3", "--format", "json"]
