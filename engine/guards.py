@@ -411,6 +411,12 @@ def budget_error(exc, fact: str, made_for: str = "") -> AnnotationBudgetError:
                 f"{exc.size:,} {exc.unit}, over the budget of {exc.budget:,} per fact; "
                 f"derivation sets grow exponentially with the graph's cycles: use "
                 f"--annotation absorption, or raise the budget with --derivation-budget N")
+    elif getattr(exc, "workers", 1) > 1:
+        text = (f"the derivation sets on one of {exc.workers} workers reached {exc.size:,} "
+                f"{exc.unit} (the last for {fact}{made_for}), over its share of the budget "
+                f"in all ({exc.budget:,} on each worker); derivation sets grow exponentially "
+                f"with the graph's cycles: use --annotation absorption, or raise the budget "
+                f"with --derivation-total N")
     else:
         text = (f"the derivation sets reached {exc.size:,} {exc.unit} in total (the last "
                 f"for {fact}{made_for}), over the budget of {exc.budget:,} per process; "

@@ -94,16 +94,20 @@ class AnnotationBudgetExceeded(Exception):
         object annotates.
     unit:
         What ``size`` counts, in words (e.g. ``"derivations"``).
+    workers:
+        For a total budget, the processes that share it (the workers of a Ray run):
+        ``budget`` is then one process's share.
     """
 
     def __init__(self, fact: Fact, size: int, budget: int, scope: str = "fact",
-                 unit: str = "entries"):
-        super().__init__(fact, size, budget, scope, unit)
+                 unit: str = "entries", workers: int = 1):
+        super().__init__(fact, size, budget, scope, unit, workers)
         self.fact = fact
         self.size = size
         self.budget = budget
         self.scope = scope
         self.unit = unit
+        self.workers = workers
 
     def __str__(self) -> str:
         pred, tup = self.fact

@@ -29,7 +29,8 @@ multiset.
 Budget: the number of derivations is exponential in the cycles of the graph (a 2x4
 bidirectional grid stores 400,000 of them, 1.3 GB), so a scheme object is made with a budget
 (:meth:`DerivationScheme.with_budget`): distinct ``(S, H)`` entries stored for one fact, and
-in total over every fact it annotates (the nodes of one network, or of one worker process).
+in total over every fact it annotates (the nodes of one network; on Ray, each worker's
+object holds its share of the network's budget, :meth:`DerivationScheme.shared`).
 Past it, ``pick`` or ``derive`` raises :class:`~provenance.base.AnnotationBudgetExceeded`
 naming the fact; the engine turns it into an error that suggests ``absorption``. The
 check sits where an entry is added, so a run within budget pays one comparison per new
@@ -95,6 +96,8 @@ class DerivationScheme(MultisetAlgebra, AnnotationScheme):
         self.max_total = _budget(max_total, "in total")
         #: distinct ``(S, H)`` entries stored right now by every node using this object
         self.entries = 0
+        #: the processes that share ``max_total`` (each holds this object's share of it)
+        self.workers = 1
 
     def with_budget(self, max_per_fact=_KEEP, max_total=_KEEP) -> "DerivationScheme":
         """A fresh scheme object (no entries counted yet) with other budgets.
@@ -116,6 +119,16 @@ class DerivationScheme(MultisetAlgebra, AnnotationScheme):
         per = self.budget[0] if max_per_fact is _KEEP else max_per_fact
         total = self.budget[1] if max_total is _KEEP else max_total
         return DerivationScheme(per, total)
+
+    def shared(self, workers: int) -> "DerivationScheme":
+        """A fresh scheme object for one of ``workers`` processes that run one network
+        together (the workers of a Ray run): its total budget is its share of this one's,
+        ``max_total // workers``, so that the network stores at most ``max_total``
+        derivations in all, as in one process (each process counts only its own)."""
+        per, total = self.budget
+        out = DerivationScheme(per, None if total is None else max(1, total // workers))
+        out.workers = workers if total is not None else 1
+        return out
 
     @property
     def budget(self) -> tuple[int | None, int | None]:
@@ -212,7 +225,7 @@ class DerivationScheme(MultisetAlgebra, AnnotationScheme):
             raise AnnotationBudgetExceeded(fact, stored, self.max_per_fact, "fact",
                                            "derivations")
         raise AnnotationBudgetExceeded(fact, self.entries, self.max_total, "total",
-                                       "derivations")
+                                       "derivations", workers=self.workers)
 
     def derive(self, ctx, sign, head, parts, delta_pos):
         """Fig. 3 ``fire``: ``S = {body facts} ∪ S_i``, ``H = ∪ H_i``; drop if head ∈ H."""

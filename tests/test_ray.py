@@ -20,6 +20,7 @@ import psn
 import topologies
 from provenance import get_scheme, scheme_names
 from engine import Network, RunOptions
+from engine.guards import AnnotationBudgetError
 from ndlog.errors import EvaluationError, InputError
 
 import ray
@@ -439,6 +440,30 @@ def test_a_closed_network_says_so_and_a_misspelt_relation_is_named():
         with pytest.raises(InputError, match="this RayNetwork is closed") as info:
             read()
         assert "before close()" in info.value.hint
+
+
+def test_derivation_total_is_a_budget_in_all_on_ray_too(ray_pool):
+    """The budget of derivations in all was each worker's: every worker counted its own
+    against the whole of it, so reachable on the complete 4-node graph (21,240 derivations)
+    with a total of 15,000 stopped in memory and in the simulator and ran to the end on 4
+    workers (12 workers may store 12 times the budget, until the memory ceiling stops
+    them). Each worker now holds its share, as with the memory ceiling."""
+    links = [(a, b) for a in range(4) for b in range(4) if a != b]
+    opts = RunOptions(annotation="derivation", derivation_total=15_000)
+    with pytest.raises(AnnotationBudgetError, match="in total"):
+        Network(REACH, {"link": links}, options=opts).run()
+    one_each = {n: n for n in range(4)}
+    net = RayNetwork(REACH, {"link": links}, options=opts, pool=ray_pool, workers=4,
+                     placement=one_each)
+    with pytest.raises(AnnotationBudgetError) as info:
+        net.run()
+    assert "on one of 4 workers" in info.value.message
+    assert "(3,750 on each worker)" in info.value.message
+    # a budget the network stays within holds on the workers too
+    roomy = opts.replace(derivation_total=30_000)
+    net = RayNetwork(REACH, {"link": links}, options=roomy, pool=ray_pool, workers=4,
+                     placement=one_each).run()
+    assert net.relations() == Network(REACH, {"link": links}, options=roomy).run().relations()
 
 
 def test_engine_error_on_a_worker_reaches_the_driver(ray_pool):

@@ -131,7 +131,13 @@ class Shard:
         self.index = index
         self.guard = opts.memory_guard(share=placement.workers or 1)
         self.transport = ShardTransport(index, placement, opts.roundtrip)
-        self.host = Host(program, resolved.scheme, self.transport, batch=opts.batch,
+        scheme = resolved.scheme
+        shared = getattr(scheme, "shared", None)
+        if shared is not None and (placement.workers or 1) > 1:
+            # a total budget is the network's, as in one process: each worker counts its
+            # own, so each holds its share (as with the memory ceiling)
+            scheme = shared(placement.workers)
+        self.host = Host(program, scheme, self.transport, batch=opts.batch,
                          stages=resolved.stages(program, placement), on_node=on_node,
                          flush_period=resolved.flush_period)
         self.batches_sent = 0
