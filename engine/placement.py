@@ -11,7 +11,8 @@ The in-memory transport, the simulator and the Ray runtime all place nodes with
 
 Deliberately not here: anything about time or messages (the transports). The hash is CRC-32
 of the node's ``repr``, never Python's ``hash`` (salted per process for strings), so a
-placement is the same in every process and every run.
+placement is the same in every process and every run; equal nodes hash alike (``2.0`` as
+``2``), since every process keeps one entry for both.
 """
 
 from __future__ import annotations
@@ -26,8 +27,19 @@ __all__ = ["Placement", "stable_hash", "parse_placement"]
 
 
 def stable_hash(node: Hashable) -> int:
-    """A process-independent 32-bit hash of a node value (CRC-32 of its ``repr``)."""
-    return zlib.crc32(repr(node).encode())
+    """A process-independent 32-bit hash of a node value (CRC-32 of its ``repr``), equal
+    for equal values: a float equal to an integer is hashed as that integer, in lists
+    too (``2.0`` and ``2`` are one node, as ``1 == 1.0`` in NDlog)."""
+    return zlib.crc32(repr(_canonical(node)).encode())
+
+
+def _canonical(value):
+    """``value`` with every float that equals an integer written as that integer."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is tuple:
+        return tuple(_canonical(v) for v in value)
+    return value
 
 
 class Placement:

@@ -286,6 +286,20 @@ def test_placement_is_stable_and_explicit_first():
     assert stable_hash("node-a") == stable_hash("node-a")
 
 
+def test_a_node_written_as_a_float_is_the_same_node_on_every_worker(ray_pool):
+    """``5.0`` and ``5`` are one node (``1 == 1.0``), but the placement hashed their reprs
+    (``'5.0'``, ``'5'``) and each process kept whichever it met first: the driver put
+    link(@5.0, 6) on one worker, the workers routed node 5's messages to the other, and
+    reachable(@4, 6) was missing with 2 workers (right with 1, in memory and in
+    psn.evaluate)."""
+    assert stable_hash(5.0) == stable_hash(5) and stable_hash((1, 2.0)) == stable_hash((1, 2))
+    facts = {"link": [(4, 5), (5.0, 6)]}
+    with RayNetwork(REACH, facts, annotation="derivation", pool=ray_pool, workers=2) as net:
+        got = net.run().relations()
+    assert got["reachable"] == _reference(REACH, facts)["reachable"] == {(4, 5), (4, 6),
+                                                                          (5, 6)}
+
+
 # -- failures ----------------------------------------------------------------------------
 
 def test_killed_worker_is_restarted_and_run_converges(ray_pool):
