@@ -75,6 +75,18 @@ class NotConvergedError(EvaluationError):
         else:
             super().__init__(done)
 
+    def __reduce__(self):
+        # rebuilt from its fields (a Ray worker sends it to the driver): the constructor
+        # takes the scheme, which does not travel
+        return _not_converged, (self.updates, self.message, self.hint)
+
+
+def _not_converged(updates: int, message: str, hint: str | None) -> NotConvergedError:
+    err = NotConvergedError.__new__(NotConvergedError)
+    EvaluationError.__init__(err, message, hint=hint)
+    err.updates = updates
+    return err
+
 
 #: the signs a burst item given as a tuple may carry (True is 1 to Python)
 _SIGNS = {"+": 1, 1: 1, "-": -1, -1: -1}

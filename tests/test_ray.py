@@ -21,6 +21,7 @@ import topologies
 from provenance import get_scheme, scheme_names
 from engine import Network, RunOptions
 from engine.guards import AnnotationBudgetError
+from engine.network import NotConvergedError
 from ndlog.errors import EvaluationError, InputError
 
 import ray
@@ -478,6 +479,42 @@ def test_derivation_total_is_a_budget_in_all_on_ray_too(ray_pool):
     net = RayNetwork(REACH, {"link": links}, options=roomy, pool=ray_pool, workers=4,
                      placement=one_each).run()
     assert net.relations() == Network(REACH, {"link": links}, options=roomy).run().relations()
+
+
+def test_a_run_past_its_bound_on_updates_stops_on_ray_too(ray_pool):
+    """max_updates (--max-updates; 200,000 by default for a scheme that may not terminate)
+    bounded the updates a run sends in memory and in the simulator, and nothing on Ray:
+    --max-updates 5 was ignored, and counting derivations (--unsafe) on a cycle, which the
+    simulator stops after 200,000 updates, ran on Ray until the memory ceiling. Each worker
+    now stops past the bound, with the same error."""
+    net = RayNetwork(REACH, {"link": _directed(20, 40, 3)}, options=RunOptions(max_updates=5),
+                     pool=ray_pool, workers=2)
+    with pytest.raises(NotConvergedError, match="did not converge after 5 updates"):
+        net.run()
+    opts = RunOptions(annotation="counting", unsafe=True, max_updates=1000)
+    cycle = {"link": [(1, 2), (2, 1)]}
+    with pytest.raises(NotConvergedError) as mem:
+        Network(REACH, cycle, options=opts).run()
+    net = RayNetwork(REACH, cycle, options=opts, pool=ray_pool, workers=2)
+    with pytest.raises(NotConvergedError) as got:
+        net.run()
+    assert got.value.render() == mem.value.render()
+    assert "annotation 'counting' counts derivations" in got.value.message
+    # a cycle closed among the nodes of a worker that no burst is injected into: trig(@a,
+    # ...) lives on worker 0 and makes q facts on worker 1, which loops on its own
+    closing = psn.parse("""
+    t1 q(@Y, Z) :- trig(@X, Y, Z).
+    r1 r(@S, D) :- q(@S, D).
+    r2 r(@S, D) :- q(@S, Z), r(@Z, D).
+    """)
+    place = Placement(2)
+    a = next(n for n in range(40) if place(n) == 0)
+    b0, b1 = [n for n in range(40) if place(n) == 1][:2]
+    net = RayNetwork(closing, {"trig": [(a, b1, b0)]}, options=opts, pool=ray_pool,
+                     workers=2).run()
+    net.insert("trig", (a, b0, b1))
+    with pytest.raises(NotConvergedError, match="after 1,000 updates"):
+        net.run()
 
 
 def test_engine_error_on_a_worker_reaches_the_driver(ray_pool):

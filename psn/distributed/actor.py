@@ -108,6 +108,7 @@ class ShardActor:
         if epoch != self.epoch or self.error:
             return 0
         with self._recorded():
+            self.shard.begin_run()
             for payload in payloads:
                 self.shard.receive_payload(payload, counted=False)
             return self._send()

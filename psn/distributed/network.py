@@ -387,9 +387,11 @@ class RayNetwork:
             raise _WorkerLost() from None
 
     def _inject(self, per_worker: dict[int, list[bytes]]) -> None:
+        # every worker, those without updates of the burst too: each starts counting the
+        # updates its nodes send in the run (max_updates) when it is injected
         actors = self.pool.actors
-        self._get([actors[w].inject.remote(self.epoch, payloads)
-                   for w, payloads in per_worker.items()])
+        self._get([actors[w].inject.remote(self.epoch, per_worker.get(w, []))
+                   for w in range(self.workers)])
 
     def _get(self, refs: list) -> list:
         try:

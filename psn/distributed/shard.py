@@ -143,6 +143,27 @@ class Shard:
         self.batches_sent = 0
         self.batches_received = 0
         self.dropped_deletions = 0
+        self.scheme = scheme
+        self.max_updates = resolved.max_updates
+        self._limit: int | None = None
+
+    def begin_run(self) -> None:
+        """A burst arrives from the driver: the run's bound on the updates this worker's
+        nodes send (``max_updates``, finite by default for a scheme that may not terminate)
+        counts from here, as :meth:`engine.Network.run` counts per run."""
+        if self.max_updates is not None:
+            self._limit = self._sent() + self.max_updates
+
+    def _sent(self) -> int:
+        totals = self.transport.metrics.totals
+        return totals["tuples_sent"] + totals["local_tuples"]
+
+    def _beat(self, deliveries: int, in_flight: int) -> None:
+        """Stop past the run's bound (called by the host after every delivery: a scheme
+        that does not terminate loops within one call, among this worker's nodes)."""
+        if self._limit is not None and self._sent() > self._limit:
+            from engine.network import NotConvergedError
+            raise NotConvergedError(self.max_updates, self.scheme)
 
     @property
     def nodes(self) -> dict:
@@ -155,7 +176,7 @@ class Shard:
             self.batches_received += 1
         for dst, data in unpack(payload):
             self.transport.receive(dst, data)
-        self.host.run(flush=False, guard=self.guard.check,
+        self.host.run(heartbeat=self._beat, flush=False, guard=self.guard.check,
                       step_guard=self.guard.check_soon)
 
     def flush(self) -> int:
@@ -163,7 +184,7 @@ class Shard:
         loop and returns how many updates the flush sent."""
         n = self.host.flush()
         if n:
-            self.host.run(flush=False, guard=self.guard.check,
+            self.host.run(heartbeat=self._beat, flush=False, guard=self.guard.check,
                           step_guard=self.guard.check_soon)
         return n
 
