@@ -449,10 +449,12 @@ def _parse_phase(text: str, spec: str) -> Phase:
             raise ValueError(f"nothing after ':' (write {name!r} alone)")
         if name in ("insert", "insert-links"):
             fr = tuple(_number(float, a) for a in args) or (1.0,)
-            if any(not 0 < f <= 1 for f in fr) or list(fr) != sorted(fr):
+            if any(not 0 < f <= 1 for f in fr) or list(fr) != sorted(set(fr)):
                 raise ValueError("fractions must increase within (0, 1]")
             return InsertLinks(fr)
         if name in ("delete-links", "delete"):
+            if len(args) > 1:
+                raise ValueError(f"{name} takes one number of deletions, e.g. {name}:5")
             n = _number(int, args[0]) if args else 20
             if n < 0:
                 raise ValueError("the number of deletions must be >= 0")
@@ -486,13 +488,14 @@ def _parse_flap(rest: str) -> Flap:
     if not parts:
         return Flap(None, 1)
     if len(parts) == 1:
-        if "-" in parts[0]:
+        if "-" in parts[0].lstrip("-"):
             return Flap(_link(parts[0]), 1)
-        return Flap(None, _number(int, parts[0]))
-    if len(parts) != 2:
+        link, n = None, _number(int, parts[0])
+    elif len(parts) == 2:
+        link = None if parts[0] in ("random", "") else _link(parts[0])
+        n = _number(int, parts[1])
+    else:
         raise ValueError("flap takes LINK:N, e.g. flap:3-7:5 or flap:random:5")
-    link = None if parts[0] in ("random", "") else _link(parts[0])
-    n = _number(int, parts[1])
     if n < 1:
         raise ValueError("the number of flaps must be >= 1")
     return Flap(link, n)

@@ -316,6 +316,13 @@ def test_workload_specs_parse():
                       ("all:3", "all takes no arguments")):
         with pytest.raises(InputError, match=what):     # they ran as 'insert', 'all', ...
             parse_workload(bad, ring)
+    for bad, what in (("flap:0", "number of flaps must be >= 1"),     # they ran no flap
+                      ("flap:-3", "number of flaps must be >= 1"),    # named '' before
+                      ("delete-links:1,2", "takes one number"),       # 2 was ignored
+                      ("delete-links:1,x", "takes one number"),
+                      ("insert:0.5,0.5", "must increase")):           # an empty step
+        with pytest.raises(InputError, match=what):
+            parse_workload(bad, ring)
     assert parse_workload("sensors:untrigger=0").phases[-1].untrigger == 0
     assert parse_workload("sensors:untrigger=all").phases[-1].untrigger == -1
 
