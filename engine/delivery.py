@@ -195,19 +195,22 @@ def make_delivery(spec: "str | Delivery") -> Delivery:
         key, eq, value = part.partition("=")
         if not eq:
             raise InputError(f"bad delivery option {part!r} in {spec!r} (want key=value)")
+        if key.strip() in opts:
+            raise InputError(f"bad delivery model {spec!r}: option {key.strip()!r} is given "
+                             f"twice", hint="give each option once")
         opts[key.strip()] = value.strip()
     if name not in DELIVERY_MODELS:
         raise InputError(f"unknown delivery model {spec!r}",
                          hint=f"one of {', '.join(DELIVERY_MODELS)}")
     try:
         if name == "fifo":
-            model: Delivery = Fifo(jitter=float(opts.pop("jitter", 0.0)),
+            model: Delivery = Fifo(jitter=_option(float, opts, "jitter", 0.0),
                                    jitter_abs=parse_duration(opts.pop("abs", "0")))
         elif name == "random":
-            model = RandomJitter(jitter=float(opts.pop("jitter", 1.0)),
+            model = RandomJitter(jitter=_option(float, opts, "jitter", 1.0),
                                  jitter_abs=parse_duration(opts.pop("abs", "1ms")))
         else:
-            model = Adversarial(period=int(opts.pop("period", 16)),
+            model = Adversarial(period=_option(int, opts, "period", 16),
                                 spread=parse_duration(opts.pop("spread", "50ms")))
     except ValueError as exc:
         raise InputError(f"bad delivery model {spec!r}: {exc}") from None
@@ -217,6 +220,19 @@ def make_delivery(spec: "str | Delivery") -> Delivery:
     if opts:
         raise InputError(f"unknown option(s) {', '.join(opts)} for delivery {name!r}")
     return model
+
+
+def _option(conv, opts: dict, key: str, default):
+    """``conv`` (``int`` or ``float``) of option ``key`` popped from ``opts``, ``default``
+    without it; a ValueError naming the option and its text otherwise."""
+    if key not in opts:
+        return default
+    text = opts.pop(key)
+    try:
+        return conv(text)
+    except ValueError:
+        kind = "a whole number" if conv is int else "a number"
+        raise ValueError(f"{key} must be {kind}, not {text!r}") from None
 
 
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}

@@ -225,7 +225,12 @@ def test_delivery_spec_errors():
                        ("random:jitter=-1", "jitter must be"),
                        ("fifo:jitter=nan", "jitter must be"),
                        ("adversarial:period=0", "period must be a whole number >= 1"),
-                       ("adversarial:spread=-1s", "spread must be")]:
+                       ("adversarial:spread=-1s", "spread must be"),
+                       # Python's words before: "invalid literal for int() with base 10"
+                       ("adversarial:period=1.5", "period must be a whole number, not '1.5'"),
+                       ("random:jitter=", "jitter must be a number, not ''"),
+                       # the last one won
+                       ("random:jitter=0.5,jitter=0.7", "option 'jitter' is given twice")]:
         with pytest.raises(InputError, match=f"bad delivery model '{re.escape(spec)}': .*{what}"):
             make_delivery(spec)
     with pytest.raises(InputError, match="per batch must be a finite number >= 0, got -2 ms"):
