@@ -44,9 +44,9 @@ class ProcessingModel:
     def parse(cls, text: str) -> "ProcessingModel":
         """``"20us"`` (per update) or ``"20us+50us"`` (per update + per batch)."""
         try:
-            per_update, _, per_batch = text.partition("+")
+            per_update, plus, per_batch = text.partition("+")
             return cls(parse_duration(per_update),
-                       parse_duration(per_batch) if per_batch else cls.per_batch)
+                       parse_duration(per_batch) if plus else cls.per_batch)
         except ValueError as exc:
             raise InputError(f"bad processing-time model {text!r}: {exc}") from None
         except InputError as exc:

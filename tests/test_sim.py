@@ -235,6 +235,8 @@ def test_delivery_spec_errors():
             make_delivery(spec)
     with pytest.raises(InputError, match="per batch must be a finite number >= 0, got -2 ms"):
         ProcessingModel.parse("20us+-2ms")
+    with pytest.raises(InputError, match="not a duration: ''"):     # ran with 50us per batch
+        ProcessingModel.parse("20us+")
     with pytest.raises(InputError, match="local latency"):
         LatencyModel(make("line", n=2), local=-0.001)
 
