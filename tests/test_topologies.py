@@ -232,6 +232,33 @@ def test_bad_json(tmp_path):
      'entry 0 of "nodes": field "pos" is not a position, but \'ab\''),
     ('"nodes": [{"id": 0, "pos": [1, NaN]}], "links": []',
      'entry 0 of "nodes": field "pos" is not a position, but [1, nan]'),
+    # each of these was a traceback (TypeError in summary), a "malformed topology entry
+    # (TypeError: ...)", or was read as it was and made garbage (a string cost of link/3)
+    ('"nodes": [{"id": 0}, {"id": 1}], "links": [{"u": 0, "v": 1, "latency": 1, "cls": null}'
+     ', {"u": 0, "v": 1, "latency": 1, "cls": {}}]',
+     'entry 1 of "links": field "cls" must be a string, not a JSON object {}'),
+    ('"nodes": [{"id": 0}, {"id": 1}], "links": [{"u": 0, "v": 1, "latency": 1, "cls": "XX"}]',
+     'entry 0 of "links": field "cls" is \'XX\', not a class of link'),
+    ('"nodes": [{"id": 0}, {"id": 1}], "links": [{"u": 0, "v": 1, "latency": 1, '
+     '"length": "x"}]', 'entry 0 of "links": field "length" must be a finite number >= 0'),
+    ('"nodes": [{"id": 0, "stub": 5}], "links": []',
+     'entry 0 of "nodes": field "stub" must be a list, not a JSON number 5'),
+    ('"nodes": [{"id": 0, "kind": "router"}], "links": []',
+     'entry 0 of "nodes": field "kind" is \'router\', not a kind of node'),
+    ('"nodes": [{"id": 0}], "links": [], "seeds": [0, "x"]',
+     'entry 1 of "seeds" is not a node id, but \'x\''),
+    ('"nodes": [{"id": 0}], "links": [], "sink": "0"',
+     'the topology: field "sink" must be a whole number, not a JSON string \'0\''),
+    ('"nodes": [{"id": 0}], "links": [], "meta": [1]',
+     'the topology: field "meta" must be an object, not a JSON list [1]'),
+    ('"nodes": [{"id": 0}], "links": [], "kind": 5',
+     'the topology: field "kind" must be a string, not a JSON number 5'),
+    ('"nodes": [{"id": 0}], "links": [], "version": 2',
+     '"version" 2 of the topology format is not one this PSN reads (1)'),
+    ('"nodes": [{"id": 0}], "links": [], "kind": "sensor-grid"',
+     'a sensor grid needs its "radius"'),
+    ('"nodes": [{"id": 0}], "links": [], "kind": "sensor-grid", "radius": 2',
+     'node 0 of a sensor grid has no "pos"'),
 ])
 def test_a_json_topology_entry_with_a_missing_field_names_the_entry_and_field(
         tmp_path, capsys, body, what):

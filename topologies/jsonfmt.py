@@ -24,7 +24,11 @@ from ndlog.errors import InputError, Span
 from ndlog.files import write_atomic
 from ndlog.parser import read_text
 
-from .graph import Link, Node, Topology
+from .graph import (DEFAULT_LATENCIES, PLAIN, SENSOR, STUB, TRANSIT, Link, Node,
+                    Topology)
+
+#: the kinds of node a topology holds
+_NODE_KINDS = (PLAIN, TRANSIT, STUB, SENSOR)
 
 __all__ = ["to_json", "from_json", "write_json", "read_json", "FORMAT"]
 
@@ -73,26 +77,102 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
                          hint="write one with psn topology ... --output FILE.json")
     if data.get("format") != FORMAT:
         raise InputError(f"{where}not a PSN topology (expected \"format\": \"{FORMAT}\")")
+    if data.get("version", VERSION) != VERSION:
+        raise InputError(f"{where}\"version\" {data['version']!r} of the topology format is "
+                         f"not one this PSN reads ({VERSION})",
+                         hint="write the file again with psn topology ... --output FILE.json")
     try:
-        nodes = tuple(Node(_whole(d, "id", f'entry {i} of "nodes"'), str(d.get("name", d["id"])),
-                           d.get("kind", "node"),
-                           _pos(d, f'entry {i} of "nodes"'),
-                           d.get("domain"),
-                           tuple(d["stub"]) if d.get("stub") is not None else None)
+        nodes = tuple(_node(d, f'entry {i} of "nodes"')
                       for i, d in enumerate(_entries(data, "nodes", ("id",))))
-        links = tuple(Link(_whole(d, "u", f'entry {i} of "links"'),
-                           _whole(d, "v", f'entry {i} of "links"'), d["latency"],
-                           d.get("cls", "LL"), d.get("length"), d.get("weight"))
+        links = tuple(_link(d, f'entry {i} of "links"')
                       for i, d in enumerate(_entries(data, "links", ("u", "v", "latency"))))
-        return Topology(nodes, links, kind=data.get("kind", "graph"),
-                        name=data.get("name", ""), meta=data.get("meta", {}),
-                        seeds=tuple(data.get("seeds", ())), sink=data.get("sink"),
-                        radius=data.get("radius"))
+        kind = _typed(data, "kind", str, "the topology", "graph")
+        seeds = _typed(data, "seeds", list, "the topology", [])
+        for i, seed in enumerate(seeds):
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise InputError(f'entry {i} of "seeds" is not a node id, but {seed!r:.60}')
+        sink = _typed(data, "sink", int, "the topology")
+        radius = _number(data, "radius", "the topology")
+        if kind == "sensor-grid":
+            _sensor_grid(nodes, radius)
+        name = _typed(data, "name", str, "the topology", "")
+        return Topology(nodes, links, kind=kind, name=name,
+                        meta=_typed(data, "meta", dict, "the topology", {}),
+                        seeds=tuple(seeds), sink=sink, radius=radius)
     except InputError as exc:
         raise InputError(f"{where}{exc.message}", hint=exc.hint) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{where}malformed topology entry ({type(exc).__name__}: {exc})") \
             from None
+
+
+#: the version of the format :func:`to_json` writes and :func:`from_json` reads
+VERSION = 1
+
+#: what each field of an entry may hold (a node id is checked by :func:`_whole`)
+_KINDS = {int: "a whole number", str: "a string", list: "a list", dict: "an object"}
+
+
+def _node(d: dict, what: str) -> Node:
+    """The node of the ``"nodes"`` entry ``d`` (``what`` names it in errors)."""
+    name = d.get("name", d["id"])
+    if isinstance(name, bool) or not isinstance(name, (str, int)):
+        raise InputError(f'{what}: field "name" is not a name, but {name!r:.60}')
+    kind = _typed(d, "kind", str, what, PLAIN)
+    if kind not in _NODE_KINDS:
+        raise InputError(f'{what}: field "kind" is {kind!r:.60}, not a kind of node',
+                         hint=f"the kinds are {', '.join(_NODE_KINDS)}")
+    stub = _typed(d, "stub", list, what)
+    if stub is not None and (len(stub) != 3 or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in stub)):
+        raise InputError(f'{what}: field "stub" is not three whole numbers, but {stub!r:.60}')
+    return Node(_whole(d, "id", what), str(name), kind, _pos(d, what),
+                _typed(d, "domain", int, what), None if stub is None else tuple(stub))
+
+
+def _link(d: dict, what: str) -> Link:
+    """The link of the ``"links"`` entry ``d`` (``what`` names it in errors)."""
+    cls = _typed(d, "cls", str, what, "LL")
+    if cls not in DEFAULT_LATENCIES:
+        raise InputError(f'{what}: field "cls" is {cls!r:.60}, not a class of link',
+                         hint=f"the classes are {', '.join(DEFAULT_LATENCIES)}")
+    return Link(_whole(d, "u", what), _whole(d, "v", what), d["latency"], cls,
+                _number(d, "length", what), _number(d, "weight", what))
+
+
+def _typed(d: dict, field: str, kind: type, what: str, default=None):
+    """``d[field]`` once it is of ``kind`` (``default`` when absent or null)."""
+    value = d.get(field)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InputError(f'{what}: field "{field}" must be {_KINDS[kind]}, not a JSON '
+                         f"{_json_kind(value)} {value!r:.60}")
+    return value
+
+
+def _number(d: dict, field: str, what: str) -> float | None:
+    """``d[field]`` once it is a finite number >= 0 (None when absent or null)."""
+    value = d.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise InputError(f'{what}: field "{field}" must be a finite number >= 0, not '
+                         f"{value!r:.60}")
+    return value
+
+
+def _sensor_grid(nodes: tuple, radius) -> None:
+    """Refuse a sensor grid that lacks what its facts are made of: every node's position
+    and the radius."""
+    if radius is None:
+        raise InputError('a sensor grid needs its "radius"',
+                         hint="write one with psn topology sensor-grid --output FILE.json")
+    for node in nodes:
+        if node.pos is None:
+            raise InputError(f'node {node.id} of a sensor grid has no "pos"',
+                             hint="write one with psn topology sensor-grid --output FILE.json")
 
 
 def _entries(data: dict, key: str, required: tuple[str, ...]) -> list[dict]:
@@ -150,7 +230,8 @@ def _pos(entry: dict, what: str) -> tuple | None:
 
 def _json_kind(data) -> str:
     """``list``, ``string``, ... : the JSON name of a parsed value's type, for messages."""
-    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number",
+             dict: "object"}
     return "null" if data is None else names.get(type(data), type(data).__name__)
 
 
