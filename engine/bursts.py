@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError
+from ndlog.errors import NDlogSemanticError, NDlogSyntaxError, PSNError, Span
 from ndlog.parser import parse_facts, read_text
 
 __all__ = ["parse_burst", "read_burst_file", "Burst", "locate_error", "BURST_HINT"]
@@ -115,11 +115,49 @@ def parse_burst(text: str, filename: str | None = None,
     except PSNError as exc:
         exc.source = text
         raise
+    starts = {f.span.line for f in facts if f.span is not None}
+    commented = _lines_in_comments(text)
+    for lineno in sorted(signs):
+        if lineno not in starts and lineno not in commented:
+            line = text.split("\n")[lineno - 1]
+            sign = line.lstrip()[0]
+            raise NDlogSyntaxError(
+                f"'{sign}' with no fact after it on its line: the update would be lost, or "
+                f"the fact on a later line taken as an insertion",
+                Span(lineno, len(line) - len(line.lstrip()) + 1, filename), text,
+                hint=f"write the sign and its fact on one line: {sign}fact.")
     out = []
     for f in facts:
         line = f.span.line if f.span is not None else 0
         out.append((signs.get(line, 1), f.pred, f.values))
     return Burst(out, [f.span for f in facts], text)
+
+
+def _lines_in_comments(text: str) -> set[int]:
+    """The numbers of the lines that start inside a block comment (``/* ... */``), where a
+    leading ``+`` or ``-`` is no sign."""
+    out, i, line, n = set(), 0, 1, len(text)
+    block = False
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            if block:
+                out.add(line)
+        elif block:
+            if text.startswith("*/", i):
+                block, i = False, i + 1
+        elif text.startswith("/*", i):
+            block, i = True, i + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i) - 1 if "\n" in text[i:] else n
+        elif c == '"':
+            end = text.find('"', i + 1)
+            while end != -1 and text[end - 1] == "\\":
+                end = text.find('"', end + 1)
+            i = n if end == -1 else end
+        i += 1
+    return out
 
 
 def _second_update_on_a_line(exc: PSNError, text: str) -> None:

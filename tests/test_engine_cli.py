@@ -126,6 +126,22 @@ def test_two_updates_on_one_burst_line_are_named_as_such():
     assert "#hidden" not in err.value.render()
 
 
+@pytest.mark.parametrize("text", ["-  // then\nlink(@1, 2).\n", "+\n", "-\n+link(@1, 2).\n"])
+def test_a_sign_without_a_fact_on_its_line_is_refused(text):
+    """The sign was dropped: '-' on a line of its own then link(@1, 2) inserted the fact."""
+    from engine.bursts import parse_burst
+    from ndlog.errors import NDlogSyntaxError
+    with pytest.raises(NDlogSyntaxError, match="with no fact after it on its line") as err:
+        parse_burst(text, "b.ndl")
+    assert err.value.render().startswith("b.ndl:1:1: ")
+
+
+def test_signs_in_block_comments_and_strings_are_no_updates():
+    from engine.bursts import parse_burst
+    text = '+link(@1, 2).\n/*\n-link(@1, 2).\n+ x\n*/\nlink(@1, "a\\"/*").\n-link(@1, 2).\n'
+    assert [sign for sign, _, _ in parse_burst(text, "b.ndl")] == [1, 1, -1]
+
+
 def test_deleting_a_missing_fact_names_the_burst_line(files, capsys):
     """The error named the fact but not where it was written."""
     burst = files / "del.ndl"
