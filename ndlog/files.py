@@ -4,7 +4,8 @@ Role: every file PSN writes for a user (metrics, counterexamples, reports, relat
 localized programs, topologies, the experiment cache) is written to a temporary file beside
 it and renamed into place, so that an interrupted run (Ctrl-C, SIGTERM, a full disk) leaves
 either the previous file or none, never a truncated one that still parses (a CSV cut after
-a complete row looks whole). A failure is an :class:`~ndlog.errors.InputError` naming the
+a complete row looks whole). A device or a named pipe (``/dev/null``, ``/dev/stdout``) is
+written in place, and a symbolic link's target is replaced, not the link. A failure is an :class:`~ndlog.errors.InputError` naming the
 file.
 
 A directory that one process at a time writes a set of files into (an experiment's
@@ -18,6 +19,7 @@ files (the last rename wins, and each file is whole).
 from __future__ import annotations
 
 import os
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
@@ -71,6 +73,10 @@ def atomic_open(path: str | Path, what: str = "", newline: str | None = None
         If the file cannot be created, written or renamed, naming it.
     """
     path = file_path(path, what or "file")
+    if _is_stream(path):
+        yield from _write_through(path, what, newline)
+        return
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fh = open(tmp, "w", newline=newline, encoding="utf-8")
@@ -86,6 +92,31 @@ def atomic_open(path: str | Path, what: str = "", newline: str | None = None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _is_stream(path: Path) -> bool:
+    """True if ``path`` (or what its symbolic link points at) exists and is no regular file
+    or directory: a device (``/dev/null``, ``/dev/stdout``'s terminal) or a named pipe.
+    Such a file is written in place: renaming a file over it would replace the device by
+    a regular file (``/dev/null`` itself, for a user allowed to write ``/dev``)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:                 # missing (or a dangling link): a new regular file
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_through(path: Path, what: str, newline: str | None) -> Iterator[IO[str]]:
+    """The body of :func:`atomic_open` for a device or a pipe: written in place."""
+    try:
+        fh = open(path, "w", newline=newline, encoding="utf-8")
+    except OSError as exc:
+        raise _error(path, what, exc) from None
+    try:
+        with fh:
+            yield fh
+    except OSError as exc:
+        raise _error(path, what, exc) from None
 
 
 def write_atomic(path: str | Path, text: str, what: str = "") -> None:

@@ -162,3 +162,24 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
     assert main([*args, ""]) == 2
     assert "is empty (an unset shell variable?)" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ndl", "d", "p.ndl"]
+
+
+def test_a_named_pipe_is_written_through_and_a_symlink_s_target_replaced(tmp_path):
+    """Both were replaced by a regular file renamed over them: a pipe's reader got nothing,
+    and so would /dev/null be replaced (as root, for every process of the machine)."""
+    import threading
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_atomic(fifo, "{}\n", "metrics file")
+    reader.join(10)
+    assert got == ["{}\n"] and fifo.is_fifo()
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe.json"]
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_atomic(link, "new", "metrics file")
+    assert link.is_symlink() and target.read_text() == "new"
