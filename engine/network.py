@@ -103,7 +103,7 @@ def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
     if isinstance(item, str):
         text = item.strip()
         sign = 1
-        if text[:1] in "+-":
+        if text[:1] in ("+", "-"):
             sign = 1 if text[0] == "+" else -1
             text = text[1:]
         fact = parse_atom(text, shapes=shapes)

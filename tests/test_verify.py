@@ -528,6 +528,12 @@ def test_cli_failure_writes_and_replays(tmp_path, capsys, monkeypatch):
         assert main(["verify", "--replay", str(bad)]) == 2
         err = capsys.readouterr().err
         assert f"{bad}: " in err and what in err and "Traceback" not in err
+    doc = json.loads(json.dumps(good))
+    doc["problem"]["facts"] = [""]          # an IndexError: '' was taken for a signed update
+    bad.write_text(json.dumps(doc))
+    assert main(["verify", "--replay", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"{bad} (an update):1:1: syntax error: "
+                                              "unexpected end of input")
 
 
 def test_cli_json(tmp_path, capsys):
