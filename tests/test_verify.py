@@ -382,6 +382,12 @@ def test_budget_and_scope_parsing():
         Scope.parse("sometimes")
     with pytest.raises(psn.InputError, match="batch"):
         Scope.parse("batch=0")
+    # the last one was used without a word
+    with pytest.raises(psn.InputError, match="sets bound twice, to 5 and to 6"):
+        Scope.parse("bound=5,bound=6")
+    with pytest.raises(psn.InputError, match="sets hashing twice"):
+        Scope.parse("hash,nohash")
+    assert Scope.parse("fifo,fifo,bound=7,bound=7").spec() == "fifo,bound=7"
     with pytest.raises(psn.InputError, match="unknown verify mode"):
         psn.verify(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], mode="thorough")
 

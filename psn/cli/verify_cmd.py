@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     counterexample = (f"{Path(args.program).stem}.counterexample.json"
                       if args.counterexample is None else args.counterexample)
-    require_writable(counterexample, "the counterexample")
+    require_writable(counterexample, "counterexample file")
     program = load_program(args.program)
     get_scheme(args.annotation)                  # an unknown name fails before anything runs
     shapes = program_shapes(program)

@@ -252,7 +252,7 @@ class Counterexample:
         """
         path = file_path(path, "counterexample file")
         write_atomic(path, json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n",
-                     "the counterexample")
+                     "counterexample file")
         return path
 
     @classmethod

@@ -115,11 +115,11 @@ class Scope:
             key, eq, value = item.partition("=")
             key = key.strip().lower()
             if not eq and key in _FLAGS:
-                name, flag = _FLAGS[key]
-                values[name] = flag
+                name, setting = _FLAGS[key]
             elif eq and key in _NUMBERS:
+                name = _NUMBERS[key]
                 try:
-                    values[_NUMBERS[key]] = int(value.strip())
+                    setting = int(value.strip())
                 except ValueError:
                     raise InputError(f"--scope: {key} takes an integer, not "
                                      f"{value.strip()!r}") from None
@@ -127,6 +127,11 @@ class Scope:
                 raise InputError(f"--scope: unknown item {item!r}",
                                  hint="items: overlap, facts, fifo, nohash, bound=N, "
                                  "batch=N, delays=N")
+            if values.get(name, setting) != setting:
+                raise InputError(f"--scope {text!r} sets {name} twice, to "
+                                 f"{values[name]!r} and to {setting!r}",
+                                 hint="give each item once")
+            values[name] = setting
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
