@@ -217,6 +217,42 @@ def test_report_only_rebuilds_from_runs_json(swept, tmp_path):
         run_experiment("fig13", make_config("tiny", seed=5), out / "fig13", report_only=True)
 
 
+@pytest.mark.parametrize("damage, what", [
+    (lambda r: r["steps"][0].update(bytes_sent="x"), "the 'bytes_sent' of its step 0 is a "
+     "JSON string \"x\""),
+    (lambda r: r["steps"][0].update(bytes_sent=-1e308), "is a JSON number -1e+308"),
+    (lambda r: r["steps"][0].pop("tuples"), "its step 0 is not a step's figures"),
+    (lambda r: r.update(steps=[5]), "its step 0 is not a step's figures"),
+    (lambda r: r.update(status=None), "its 'status' is a JSON null"),
+    (lambda r: r.update(status="done"), "its status 'done' is not ok, dnf or refused"),
+    (lambda r: r.pop("key"), "it has no 'key'"),
+    (lambda r: r.update(topology={"nodes": "100"}), "its 'topology' has no whole number")])
+def test_report_only_refuses_a_damaged_run_record(tmp_path, capsys, damage, what):
+    """Each was a traceback from deep in the report (KeyError, TypeError, an
+    OverflowError in the summary's variance); the cache took such a record as a run."""
+    runs = json.loads((ROOT / "docs/experiments/quick/fig7/runs.json").read_text())
+    damage(runs[1])
+    out = tmp_path / "fig7"
+    out.mkdir()
+    (out / "runs.json").write_text(json.dumps(runs))
+    assert psn_main(["experiment", "fig7", "--quick", "--report-only", "--output", str(out),
+                     "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out / 'runs.json'}: run 2 is not a run record as psn "
+                          f"experiment writes it: ") and what in err
+    spec = RunSpec.from_dict(runs[1]["spec"])
+    cache = Cache(tmp_path / "cache", runs[1]["key_version"])
+    cache.put(spec, runs[1])
+    assert cache.get(spec) is None          # a damaged file counts as missing
+
+
+def test_every_published_run_record_is_one_the_report_reads():
+    from psn.experiment.runs import record_problem
+    for path in (ROOT / "docs/experiments").glob("*/*/runs.json"):
+        for i, record in enumerate(json.loads(path.read_text())):
+            assert record_problem(record) is None, (path, i)
+
+
 def test_a_run_over_budget_is_in_the_data(tmp_path):
     cfg = make_config("tiny", runs=2, time_budget=0.001)
     res = run_experiment("fig7", cfg, tmp_path / "fig7", executor="inline", progress=False)

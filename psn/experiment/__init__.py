@@ -31,7 +31,7 @@ from .executor import EXECUTORS, Cache, run_all
 from .figures import (EXPERIMENTS, SCALES, Claim, Config, Experiment, get_experiment,
                       make_config)
 from .report import ExperimentResult, write_experiment, write_index
-from .runs import RunSpec, code_version, execute_run, machine_info
+from .runs import RunSpec, code_version, execute_run, machine_info, record_problem
 from .stats import summarize, t_quantile
 
 __all__ = ["run_experiment", "run_experiments", "EXPERIMENTS", "SCALES", "EXECUTORS",
@@ -117,6 +117,11 @@ def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
             raise InputError(f"{path}: run {i + 1} is not a run record (no valid 'spec')",
                              hint="run the experiment again without --report-only") \
                 from None
+        problem = record_problem(r)
+        if problem:
+            raise InputError(f"{path}: run {i + 1} is not a run record as psn experiment "
+                             f"writes it: {problem}",
+                             hint="run the experiment again without --report-only")
     missing = [s for s in specs if s not in by_spec]
     if missing:
         raise InputError(f"{len(missing)} of the experiment's {len(specs)} runs are not in "

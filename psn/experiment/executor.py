@@ -34,7 +34,7 @@ from ndlog.files import write_atomic
 from ndlog.signals import held
 from ndlog.text import shows_progress
 
-from .runs import RunSpec, code_version, execute_run
+from .runs import RunSpec, code_version, execute_run, record_problem
 
 __all__ = ["Cache", "run_all", "EXECUTORS"]
 
@@ -67,7 +67,9 @@ class Cache:
             record = json.loads(p.read_text())
         except (OSError, ValueError):
             return None
-        return record if record.get("spec") == spec.to_dict() else None
+        if record_problem(record) or record.get("spec") != spec.to_dict():
+            return None
+        return record
 
     def put(self, spec: RunSpec, record: dict) -> None:
         """Write ``record`` atomically (a temporary file renamed into place)."""

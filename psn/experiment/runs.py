@@ -25,6 +25,7 @@ import datetime as _dt
 import functools
 import hashlib
 import json
+import math
 import os
 import platform
 import signal
@@ -40,7 +41,7 @@ from ndlog.errors import EvaluationError, PSNError
 
 __all__ = ["RunSpec", "TimeBudgetExceeded", "Budget", "alarm", "execute_run", "code_version",
            "RUN_CODE", "source_description", "machine_info", "STEP_FIELDS", "STATUS_OK",
-           "STATUS_DNF", "STATUS_REFUSED"]
+           "STATUS_DNF", "STATUS_REFUSED", "record_problem"]
 
 STATUS_OK = "ok"
 #: the run stopped on a budget (time, memory, derivation sets, deliveries)
@@ -55,6 +56,82 @@ STEP_FIELDS = ("index", "label", "inserted", "deleted", "sim_time", "wall_time",
                "node_state_bytes_max", "node_bytes_sent_max", "workers",
                "worker_bytes_sent_mean", "worker_bytes_sent_max", "worker_state_bytes_mean",
                "worker_state_bytes_max", "check", "diff")
+
+
+#: a record's fields other than its steps and trials, with the JSON types each may hold
+#: (None: the field may be null)
+_RECORD_FIELDS = {"key": (str,), "status": (str,), "reason": (str, None),
+                  "topology": (dict, None), "steps": (list,), "trials": (list,),
+                  "example": (str,), "started": (str, None), "finished": (str, None),
+                  "code_version": (str, None), "key_version": (str, None),
+                  "git_describe": (str, None), "wall_s": (float, None), "machine": (dict, None),
+                  "dnf_step": (int, None), "pid": (int, None)}
+
+#: the fields of a step that are no number
+_STEP_KINDS = {"label": (str,), "check": (bool, None)}
+
+#: the fields of a trial of a Nigam run
+_TRIAL_FIELDS = {"seed": (int,), "outcome": (str,), "detail": (str,)}
+
+
+def record_problem(record) -> str | None:
+    """What is wrong with ``record``, a run record read from a file (a cache file or an
+    experiment's ``runs.json``), as one phrase; None for a record as :func:`execute_run`
+    writes it. A damaged or hand-edited file would otherwise fail deep in the report (a
+    string where a number goes) with a traceback."""
+    if not isinstance(record, dict):
+        return f"it is a JSON {_kind(record)}, not an object"
+    for field, kinds in _RECORD_FIELDS.items():
+        if field in record and not _is(record[field], kinds):
+            return f"its {field!r} is {_shown(record[field])}"
+    if "key" not in record or "status" not in record:
+        return "it has no 'key' or no 'status'"
+    if record["status"] not in (STATUS_OK, STATUS_DNF, STATUS_REFUSED):
+        return f"its status {record['status']!r} is not ok, dnf or refused"
+    for i, step in enumerate(record.get("steps", ())):
+        if not isinstance(step, dict) or set(STEP_FIELDS) - set(step):
+            return f"its step {i} is not a step's figures ({', '.join(STEP_FIELDS[:3])}, ...)"
+        for field in STEP_FIELDS:
+            if not _is(step[field], _STEP_KINDS.get(field, (float,))):
+                return f"the {field!r} of its step {i} is {_shown(step[field])}"
+    for i, trial in enumerate(record.get("trials", ())):
+        if not isinstance(trial, dict) or any(f not in trial or not _is(trial[f], kinds)
+                                              for f, kinds in _TRIAL_FIELDS.items()):
+            return f"its trial {i} is not a trial (seed, outcome, detail)"
+        if trial["outcome"] not in OUTCOMES:
+            return f"its trial {i} has the outcome {trial['outcome']!r}"
+    topo = record.get("topology") or {}
+    if not _is(topo.get("nodes"), (int, None)) or not _is(topo.get("summary"), (str, None)):
+        return "its 'topology' has no whole number of nodes or no summary"
+    return None
+
+
+#: the largest figure a record holds (a count, a size in bytes, seconds): far beyond any
+#: run, and far enough below float's range that a summary's squares do not overflow
+_MOST = 1e18
+
+
+def _is(value, kinds: tuple) -> bool:
+    """``value`` is of one of ``kinds`` (``float``: a number from 0 to :data:`_MOST`, not
+    a boolean; ``None``: null)."""
+    if value is None:
+        return None in kinds
+    if isinstance(value, bool):
+        return bool in kinds
+    if float in kinds and isinstance(value, (int, float)):
+        return 0 <= value <= _MOST
+    return any(k is not None and k not in (float, bool) and isinstance(value, k)
+               for k in kinds)
+
+
+def _kind(value) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
+            float: "number"}.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _shown(value) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return f"a JSON {_kind(value)} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 @dataclass(frozen=True)
