@@ -319,7 +319,8 @@ def test_lists_mixing_integers_and_floats_are_refused(spark):
     assert {type(x) for (lst,) in got["e"] for x in lst} == {int, float}
 
 
-@pytest.mark.parametrize("master", ["bogus://x", "local[x]", "spark:/h:7077", ""])
+@pytest.mark.parametrize("master", ["bogus://x", "local[x]", "spark:/h:7077", "", "local[0]",
+                                    "local[00, 2]"])
 def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master, capsys):
     """Spark's own refusal of a bad master came as a Java stack trace and a Python
     traceback; the URL is checked first (no session, no JVM is started for it)."""

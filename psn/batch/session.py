@@ -49,7 +49,7 @@ _MASTER = None
 
 #: master URLs Spark knows (SparkContext's own patterns, and the cluster managers it ships)
 _MASTER_FORMS = re.compile(
-    r"local(\[(\d+|\*)(\s*,\s*\d+)?\])?"
+    r"local(\[(0*[1-9]\d*|\*)(\s*,\s*\d+)?\])?"     # local[0] runs no thread
     r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
     r"|spark://\S+|yarn|k8s://\S+|mesos://\S+")
 
@@ -205,7 +205,7 @@ def check_master(master: str) -> None:
     if not _MASTER_FORMS.fullmatch(master):
         from ndlog.errors import InputError
         raise InputError(f"not a Spark master URL: {master!r}",
-                         hint="local, local[N], local[*], spark://HOST:PORT, yarn or "
+                         hint="local, local[N] (N >= 1), local[*], spark://HOST:PORT, yarn or "
                               "k8s://HOST:PORT")
 
 
