@@ -129,7 +129,7 @@ _OUTPUTS = [(["eval", "{p}", "--output"], ""), (["reference", "{p}", "--output"]
             (["localize", "{p}", "-o"], ""), (["topology", "ring", "-o"], ""),
             (["topology", "gtitm", "--count", "2", "-o"], ""),
             (["run", "{p}", "--topology", "ring", "--metrics"], "metrics file "),
-            (["verify", "{p}", "--burst", "{b}", "--counterexample"], "the counterexample ")]
+            (["verify", "{p}", "--burst", "{b}", "--counterexample"], "counterexample file ")]
 
 
 @pytest.mark.parametrize("command, what", _OUTPUTS)
