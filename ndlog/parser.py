@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -523,7 +524,7 @@ def read_text(path: str | Path, what: str) -> str:
         byte (with its line and column).
     """
     try:
-        data = file_path(path, what).read_bytes()
+        data = _read_bytes(file_path(path, what), what)
     except OSError as exc:
         raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
     if data.startswith(b"\xef\xbb\xbf"):
@@ -536,6 +537,38 @@ def read_text(path: str | Path, what: str) -> str:
     if "\0" in text:
         raise _nul_byte(text, path, what)
     return text
+
+
+#: the most a device or pipe given as an input file may send (a regular file is read whole)
+MOST_STREAMED = 1 << 30
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    """The bytes of ``path``; a device or a pipe (``/dev/zero``, a shell's ``<(...)``) is
+    read a chunk at a time, up to its first NUL byte (which :func:`read_text` reports) and
+    at most :data:`MOST_STREAMED` bytes, since it may never end.
+
+    Raises
+    ------
+    OSError
+        If it cannot be read.
+    InputError
+        If a device or pipe sends more than :data:`MOST_STREAMED` bytes.
+    """
+    with open(path, "rb") as fh:
+        if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return fh.read()
+        data = bytearray()
+        while chunk := fh.read(1 << 20):
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                return bytes(data + chunk[:nul + 1])
+            data += chunk
+            if len(data) > MOST_STREAMED:
+                raise InputError(f"{what} '{path}' is a device or pipe that sent more than "
+                                 f"{MOST_STREAMED >> 20:,} MiB without ending",
+                                 hint="give a file, or a command that ends")
+        return bytes(data)
 
 
 def _nul_byte(text: str, path, what: str) -> InputError:

@@ -256,6 +256,34 @@ def test_a_nul_byte_is_an_error_at_its_position(tmp_path, reader, what, name):
     assert (info.value.line, info.value.column) == (2, 4)
 
 
+def test_a_device_or_pipe_is_read_to_its_first_nul_byte_or_a_bound(tmp_path, monkeypatch):
+    """/dev/zero as a facts file was read until the memory ran out (a MemoryError traceback
+    under a limit), and so was a pipe that never ends; one that ends reads as a file."""
+    import os
+    import threading
+    import ndlog.parser as parser
+    monkeypatch.setattr(parser, "MOST_STREAMED", 1 << 20)
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(InputError, match="holds a NUL byte") as info:
+            read_facts_file("/dev/zero")
+        assert (info.value.line, info.value.column) == (1, 1)
+    fifo = tmp_path / "f.ndl"
+    os.mkfifo(fifo)
+
+    def feed(times):
+        try:
+            with open(fifo, "wb") as fh:
+                for _ in range(times):
+                    fh.write(b"link(@1, 2).\n" * 4096)
+        except BrokenPipeError:             # the reader stopped, as it should
+            pass
+    threading.Thread(target=feed, args=(10 ** 9,), daemon=True).start()
+    with pytest.raises(InputError, match="is a device or pipe that sent more than 1 MiB"):
+        read_facts_file(fifo)
+    threading.Thread(target=feed, args=(1,), daemon=True).start()
+    assert read_facts_file(fifo) == {"link": [(1, 2)] * 4096}
+
+
 def test_non_utf8_csv_file(tmp_path):
     path = write(tmp_path, "link.csv", b"a,b,1\n\xff,c,2\n")
     with pytest.raises(InputError, match="not UTF-8") as info:
