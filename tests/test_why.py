@@ -239,7 +239,8 @@ def test_unknown_predicate_and_wrong_arity(small):
     ("reachble(@1,3)", "predicate 'reachble' is not used by the program"),
     ("reachable(@1,3,4)", "reachable has 3 arguments here, but arity 2 in the program"),
     ("reachable(1,@3)", "reachable has its '@' on argument 2 here, but on argument 1 in the "
-                        "program")])
+                        "program"),
+    ("reachable(@1,3)..", "syntax error: unexpected '.'")])     # every '.' was stripped
 def test_psn_run_refuses_a_why_the_program_cannot_answer_before_the_run(
         tmp_path, capsys, monkeypatch, fact, message):
     """An unknown predicate or a wrong arity was found only after the whole run, whose

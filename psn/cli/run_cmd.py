@@ -272,9 +272,11 @@ def _why_facts(texts: list[str], shapes: dict) -> list[tuple[str, str, tuple]]:
     out = []
     for text in texts:
         try:
-            atom = parse_atom(text.strip().rstrip("."), "--why", FactShapes(**shapes))
+            atom = parse_atom(text.strip(), "--why", FactShapes(**shapes))
         except PSNError as e:
-            raise InputError(f"--why {text!r} is not a fact of this program: "
+            shown = repr(text) if len(text) <= 80 else f"'{text[:60]}...' ({len(text):,} " \
+                "characters)"
+            raise InputError(f"--why {shown} is not a fact of this program: "
                              f"{e.render()}") from None
         out.append((text.strip(), atom.pred, atom.values))
     return out
