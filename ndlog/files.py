@@ -5,8 +5,8 @@ localized programs, topologies, the experiment cache) is written to a temporary 
 it and renamed into place, so that an interrupted run (Ctrl-C, SIGTERM, a full disk) leaves
 either the previous file or none, never a truncated one that still parses (a CSV cut after
 a complete row looks whole). A device or a named pipe (``/dev/null``, ``/dev/stdout``) is
-written in place, and a symbolic link's target is replaced, not the link. A failure is an :class:`~ndlog.errors.InputError` naming the
-file.
+written in place, and a symbolic link's target is replaced, not the link. A failure is an
+:class:`~ndlog.errors.InputError` naming the file.
 
 A directory that one process at a time writes a set of files into (an experiment's
 output) is claimed with :func:`claimed_dir`: a second process is refused at once, naming the

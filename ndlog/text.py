@@ -12,7 +12,7 @@ Deliberately not here: rendering of relations or values (:mod:`ndlog.output`,
 
 from __future__ import annotations
 
-__all__ = ["count_noun", "format_bytes", "shows_progress", "step_heartbeat"]
+__all__ = ["count_noun", "format_bytes", "shows_progress", "step_heartbeat", "json_kind"]
 
 
 def shows_progress(progress: bool | None) -> bool:
@@ -103,3 +103,12 @@ def step_heartbeat(bar, label: str, clock=None, every: float = 0.5,
             bar.set_postfix_str(f"{label}: {at}{count_noun(done, *what[0])}, "
                                 f"{count_noun(in_flight, *what[1])}")
     return beat
+
+
+def json_kind(value) -> str:
+    """``object``, ``list``, ``string``, ``number``, ``boolean`` or ``null``: the JSON
+    name of a value parsed from JSON, for messages about a file a user wrote or edited
+    (Python's names, ``dict`` or ``NoneType``, mean nothing in a JSON file)."""
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
+             float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

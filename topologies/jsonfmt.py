@@ -23,6 +23,7 @@ from pathlib import Path
 from ndlog.errors import InputError, Span
 from ndlog.files import write_atomic
 from ndlog.parser import read_text
+from ndlog.text import json_kind
 
 from .graph import (DEFAULT_LATENCIES, PLAIN, SENSOR, STUB, TRANSIT, Link, Node,
                     Topology)
@@ -33,6 +34,8 @@ _NODE_KINDS = (PLAIN, TRANSIT, STUB, SENSOR)
 __all__ = ["to_json", "from_json", "write_json", "read_json", "FORMAT"]
 
 FORMAT = "psn-topology"
+#: the version of the format :func:`to_json` writes and :func:`from_json` reads
+VERSION = 1
 
 
 def to_json(topo: Topology) -> dict:
@@ -55,7 +58,7 @@ def to_json(topo: Topology) -> dict:
         if l.weight is not None:
             d["weight"] = l.weight
         links.append(d)
-    out = {"format": FORMAT, "version": 1, "kind": topo.kind, "name": topo.name,
+    out = {"format": FORMAT, "version": VERSION, "kind": topo.kind, "name": topo.name,
            "nodes": nodes, "links": links}
     if topo.seeds:
         out["seeds"] = list(topo.seeds)
@@ -72,7 +75,7 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
     where = f"{filename}: " if filename else ""
     if not isinstance(data, dict):
         raise InputError(f"{where}not a PSN topology: the file holds a JSON "
-                         f"{_json_kind(data)}, a topology is an object "
+                         f"{json_kind(data)}, a topology is an object "
                          f"{{\"format\": \"{FORMAT}\", \"nodes\": [...], \"links\": [...]}}",
                          hint="write one with psn topology ... --output FILE.json")
     if data.get("format") != FORMAT:
@@ -105,9 +108,6 @@ def from_json(data: dict, filename: str | None = None) -> Topology:
         raise InputError(f"{where}malformed topology entry ({type(exc).__name__}: {exc})") \
             from None
 
-
-#: the version of the format :func:`to_json` writes and :func:`from_json` reads
-VERSION = 1
 
 #: what each field of an entry may hold (a node id is checked by :func:`_whole`)
 _KINDS = {int: "a whole number", str: "a string", list: "a list", dict: "an object"}
@@ -147,7 +147,7 @@ def _typed(d: dict, field: str, kind: type, what: str, default=None):
         return default
     if isinstance(value, bool) or not isinstance(value, kind):
         raise InputError(f'{what}: field "{field}" must be {_KINDS[kind]}, not a JSON '
-                         f"{_json_kind(value)} {value!r:.60}")
+                         f"{json_kind(value)} {value!r:.60}")
     return value
 
 
@@ -188,11 +188,11 @@ def _entries(data: dict, key: str, required: tuple[str, ...]) -> list[dict]:
                          hint="write one with psn topology ... --output FILE.json")
     entries = data[key]
     if not isinstance(entries, list):
-        raise InputError(f'"{key}" must be a list, not a JSON {_json_kind(entries)}')
+        raise InputError(f'"{key}" must be a list, not a JSON {json_kind(entries)}')
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise InputError(f'entry {i} of "{key}" must be an object, not a JSON '
-                             f"{_json_kind(entry)}")
+                             f"{json_kind(entry)}")
         missing = [f for f in required if f not in entry]
         if missing:
             fields = ", ".join(f'"{f}"' for f in required)
@@ -227,12 +227,6 @@ def _pos(entry: dict, what: str) -> tuple | None:
     raise InputError(f'{what}: field "pos" is not a position, but {value!r}',
                      hint='a position is a list of two numbers, "pos": [x, y]')
 
-
-def _json_kind(data) -> str:
-    """``list``, ``string``, ... : the JSON name of a parsed value's type, for messages."""
-    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number",
-             dict: "object"}
-    return "null" if data is None else names.get(type(data), type(data).__name__)
 
 
 def write_json(topo: Topology, path: str | Path) -> None:

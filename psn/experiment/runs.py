@@ -25,7 +25,6 @@ import datetime as _dt
 import functools
 import hashlib
 import json
-import math
 import os
 import platform
 import signal
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ndlog.errors import EvaluationError, PSNError
+from ndlog.text import json_kind
 
 __all__ = ["RunSpec", "TimeBudgetExceeded", "Budget", "alarm", "execute_run", "code_version",
            "RUN_CODE", "source_description", "machine_info", "STEP_FIELDS", "STATUS_OK",
@@ -80,7 +80,7 @@ def record_problem(record) -> str | None:
     writes it. A damaged or hand-edited file would otherwise fail deep in the report (a
     string where a number goes) with a traceback."""
     if not isinstance(record, dict):
-        return f"it is a JSON {_kind(record)}, not an object"
+        return f"it is a JSON {json_kind(record)}, not an object"
     for field, kinds in _RECORD_FIELDS.items():
         if field in record and not _is(record[field], kinds):
             return f"its {field!r} is {_shown(record[field])}"
@@ -124,14 +124,9 @@ def _is(value, kinds: tuple) -> bool:
                for k in kinds)
 
 
-def _kind(value) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
-            float: "number"}.get(type(value), "null" if value is None else type(value).__name__)
-
-
 def _shown(value) -> str:
     text = json.dumps(value) if not isinstance(value, float) else repr(value)
-    return f"a JSON {_kind(value)} {text[:40]}{'...' if len(text) > 40 else ''}"
+    return f"a JSON {json_kind(value)} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 @dataclass(frozen=True)

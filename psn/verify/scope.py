@@ -27,7 +27,7 @@ from ndlog import ast as A
 from ndlog.analysis import aggsel_mode
 from ndlog.errors import InputError, PSNError, Span
 from ndlog.reference import fact_rows
-from ndlog.text import count_noun
+from ndlog.text import count_noun, json_kind
 
 __all__ = ["Scope", "Budget", "Problem", "Phase", "DEFAULT_BOUND", "DEFAULT_BUDGET",
            "DEFAULT_SECONDS", "format_update"]
@@ -418,7 +418,7 @@ class Problem:
         from ndlog.parser import parse
         if not isinstance(data, Mapping):
             raise InputError(f"{where}: 'problem' must be an object (program, facts, bursts, "
-                             f"annotation), got {type(data).__name__}")
+                             f"annotation), got a JSON {json_kind(data)}")
         missing = [k for k in ("program", "facts", "bursts", "annotation") if k not in data]
         if missing:
             raise InputError(f"{where}: the problem has no {', '.join(map(repr, missing))}")
