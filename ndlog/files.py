@@ -73,24 +73,26 @@ def atomic_open(path: str | Path, what: str = "", newline: str | None = None
         If the file cannot be created, written or renamed, naming it.
     """
     path = file_path(path, what or "file")
-    if _is_stream(path):
-        yield from _write_through(path, what, newline)
-        return
-    path = Path(os.path.realpath(path)) if path.is_symlink() else path
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    in_place = _is_stream(path)
+    if not in_place and path.is_symlink():
+        path = Path(os.path.realpath(path))
+    target = path if in_place else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fh = open(tmp, "w", newline=newline, encoding="utf-8")
+        fh = open(target, "w", newline=newline, encoding="utf-8")
     except OSError as exc:
         raise _error(path, what, exc) from None
     try:
         with fh:
             yield fh
-        os.replace(tmp, path)
+        if not in_place:
+            os.replace(target, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        if not in_place:
+            target.unlink(missing_ok=True)
         raise _error(path, what, exc) from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if not in_place:
+            target.unlink(missing_ok=True)
         raise
 
 
@@ -104,19 +106,6 @@ def _is_stream(path: Path) -> bool:
     except OSError:                 # missing (or a dangling link): a new regular file
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _write_through(path: Path, what: str, newline: str | None) -> Iterator[IO[str]]:
-    """The body of :func:`atomic_open` for a device or a pipe: written in place."""
-    try:
-        fh = open(path, "w", newline=newline, encoding="utf-8")
-    except OSError as exc:
-        raise _error(path, what, exc) from None
-    try:
-        with fh:
-            yield fh
-    except OSError as exc:
-        raise _error(path, what, exc) from None
 
 
 def write_atomic(path: str | Path, text: str, what: str = "") -> None:
