@@ -277,9 +277,12 @@ def test_a_device_or_pipe_is_read_to_its_first_nul_byte_or_a_bound(tmp_path, mon
                     fh.write(b"link(@1, 2).\n" * 4096)
         except BrokenPipeError:             # the reader stopped, as it should
             pass
-    threading.Thread(target=feed, args=(10 ** 9,), daemon=True).start()
+    endless = threading.Thread(target=feed, args=(10 ** 9,), daemon=True)
+    endless.start()
     with pytest.raises(InputError, match="is a device or pipe that sent more than 1 MiB"):
         read_facts_file(fifo)
+    endless.join(60)        # its next write fails: else the next reader would get its data
+    assert not endless.is_alive()
     threading.Thread(target=feed, args=(1,), daemon=True).start()
     assert read_facts_file(fifo) == {"link": [(1, 2)] * 4096}
 
