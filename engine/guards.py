@@ -407,21 +407,20 @@ def budget_error(exc, fact: str, made_for: str = "") -> AnnotationBudgetError:
         Naming the fact, the size reached, the budget and the fixes.
     """
     if exc.scope == "fact":
-        text = (f"the derivation sets of {fact}{made_for}{',' if made_for else ''} reached "
-                f"{exc.size:,} {exc.unit}, over the budget of {exc.budget:,} per fact; "
-                f"derivation sets grow exponentially with the graph's cycles: use "
-                f"--annotation absorption, or raise the budget with --derivation-budget N")
-    elif getattr(exc, "workers", 1) > 1:
-        text = (f"the derivation sets on one of {exc.workers} workers reached {exc.size:,} "
+        what = (f"the derivation sets of {fact}{made_for}{',' if made_for else ''} reached "
+                f"{exc.size:,} {exc.unit}, over the budget of {exc.budget:,} per fact")
+        option = "--derivation-budget"
+    elif exc.workers > 1:
+        what = (f"the derivation sets on one of {exc.workers} workers reached {exc.size:,} "
                 f"{exc.unit} (the last for {fact}{made_for}), over its share of the budget "
-                f"in all ({exc.budget:,} on each worker); derivation sets grow exponentially "
-                f"with the graph's cycles: use --annotation absorption, or raise the budget "
-                f"with --derivation-total N")
+                f"in all ({exc.budget:,} on each worker)")
+        option = "--derivation-total"
     else:
-        text = (f"the derivation sets reached {exc.size:,} {exc.unit} in total (the last "
-                f"for {fact}{made_for}), over the budget of {exc.budget:,} per process; "
-                f"derivation sets grow exponentially with the graph's cycles: use --annotation "
-                f"absorption, or raise the budget with --derivation-total N")
+        what = (f"the derivation sets reached {exc.size:,} {exc.unit} in total (the last "
+                f"for {fact}{made_for}), over the budget of {exc.budget:,} in all")
+        option = "--derivation-total"
+    text = (f"{what}; derivation sets grow exponentially with the graph's cycles: use "
+            f"--annotation absorption, or raise the budget with {option} N")
     err = AnnotationBudgetError(text)
     err.fact, err.size, err.budget, err.scope = fact, exc.size, exc.budget, exc.scope
     return err
