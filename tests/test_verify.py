@@ -35,7 +35,7 @@ from provenance.base import NO_FIRE
 from provenance.derivation import DerivationScheme
 from provenance.set_scheme import SetScheme
 from psn.cli import main
-from psn.verify import Budget, Counterexample, Problem, Scope
+from psn.verify import Budget, Counterexample, Problem, Scope, verify_problem
 from psn.verify.model import Execution, Reference
 from psn.verify.search import ExhaustivePolicy
 
@@ -692,3 +692,27 @@ def test_cli_deletion_of_a_missing_fact_names_the_burst_line(tmp_path, capsys):
     assert main(["verify", str(ROOT / "examples" / "reachable.ndl"), "--facts", facts,
                  "--burst", str(burst)]) == 2
     assert capsys.readouterr().err.startswith(f"{burst}:2:2: error: cannot delete")
+
+
+@pytest.mark.parametrize("build, what", [
+    (lambda: Scope(fifo="no"), "scope: fifo must be True or False, not 'no'"),
+    (lambda: Scope(overlap=1), "scope: overlap must be True or False, not 1"),
+    (lambda: Scope(facts={}), "scope: facts must be True or False"),
+    (lambda: Scope(hashing="yes"), "scope: hashing must be True or False"),
+    (lambda: Scope.parse("fifo", bound=3, bogus=1), "Scope.parse has no option 'bogus'"),
+    (lambda: Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], shp="lazy"),
+     "Problem.make has no option 'shp'")])
+def test_scope_and_problem_arguments_are_checked(build, what):
+    """Scope(fifo="no") was taken as FIFO channels (a non-empty string is true), and an
+    unknown keyword of Scope.parse or Problem.make was a TypeError from the dataclass."""
+    with pytest.raises(psn.InputError, match=re.escape(what)):
+        build()
+
+
+@pytest.mark.parametrize("seed", ["nan", -1.5, False, {"a": 1}])
+def test_verify_problem_checks_its_seed(seed):
+    """verify checked its seed, but verify_problem passed any value on: "nan", False or a
+    dict ran a search seeded with it."""
+    problem = Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]])
+    with pytest.raises(psn.InputError, match="seed is an integer"):
+        verify_problem(problem, seed=seed)

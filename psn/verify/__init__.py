@@ -208,8 +208,6 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
         For a malformed program, fact, burst, scope, budget or option (nothing runs then),
         or a scheme the engine refuses on this program (unless ``unsafe``).
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed is an integer, got {seed!r}")
     require_flag(fifo, "fifo", optional=True)
     if not isinstance(scope, Scope):
         scope = Scope.parse(scope)
@@ -229,6 +227,8 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
     if not isinstance(problem, Problem):
         raise InputError(f"problem is a psn.verify.Problem (Problem.make builds one), got "
                          f"{type(problem).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed is an integer, got {seed!r}")
     if budget is not None and not isinstance(budget, Budget):
         budget = Budget.parse(budget)
     require_flag(shrinking, "shrinking")

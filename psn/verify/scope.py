@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
@@ -84,6 +84,9 @@ class Scope:
     delays: int | None = None
 
     def __post_init__(self):
+        from engine.options import require_flag
+        for name in ("overlap", "facts", "fifo", "hashing"):
+            require_flag(getattr(self, name), f"scope: {name}")
         for name in ("bound", "batch"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -107,6 +110,7 @@ class Scope:
         if text is not None and not isinstance(text, str):
             raise InputError(f"a scope is a string such as 'fifo,batch=2', got "
                              f"{type(text).__name__}")
+        _refuse_unknown(overrides, [f.name for f in fields(cls)], "Scope.parse")
         values: dict[str, Any] = {}
         for item in (text or "").split(","):
             item = item.strip()
@@ -158,6 +162,15 @@ class Scope:
         if self.delays is not None:
             parts.append(f"at most {self.delays} non-FIFO choice(s) per schedule")
         return "; ".join(parts)
+
+
+def _refuse_unknown(options: Mapping, known: list[str], where: str) -> None:
+    """Refuse a keyword argument of ``where`` that is not one of ``known`` (it would end
+    in a TypeError from the dataclass, or be ignored)."""
+    unknown = [key for key in options if key not in known]
+    if unknown:
+        raise InputError(f"{where} has no option {unknown[0]!r}",
+                         hint=f"its options are {', '.join(known)}")
 
 
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$", re.IGNORECASE)
@@ -238,6 +251,10 @@ class Phase:
     explored: bool
 
 
+#: the fields of a :class:`Problem` that are run options, what ``Problem.make`` passes on
+_RUN_FIELDS = ("ship", "aggsel", "unsafe", "derivation_budget", "derivation_total")
+
+
 @dataclass(frozen=True)
 class Problem:
     """A program, its initial facts and bursts, an annotation and a scope: what one
@@ -287,6 +304,7 @@ class Problem:
         """
         from engine.network import parse_burst_items
         from ndlog.parser import as_program
+        _refuse_unknown(options, list(_RUN_FIELDS), "Problem.make")
         program = as_program(program)
         if bursts is None:
             raise InputError("bursts is a list of bursts, each a list of updates (give [] "
