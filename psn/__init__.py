@@ -28,7 +28,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def evaluate(program, facts=None, *, max_memory=None, **options):
+def evaluate(program, facts=None, *, max_memory=None, aggsel=True, hidden=False):
     """Evaluate ``program`` centrally with synchronous semi-naive evaluation.
 
     ``program`` is a parsed program or NDlog text (parsed and checked here, as
@@ -41,16 +41,21 @@ def evaluate(program, facts=None, *, max_memory=None, **options):
     :class:`EvaluationError` (``engine.guards.MemoryLimitError``) naming the round and
     the predicates, instead of running a program without a finite fixpoint until the
     machine runs out of memory. See :func:`ndlog.reference.evaluate` for the other
-    parameters; returns ``dict[str, set[tuple]]`` for every non-hidden relation.
+    parameters (``aggsel``: True, False or a mode; ``hidden``: True or False); returns
+    ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
+    from engine.options import require_flag
+    from ndlog.analysis import aggsel_mode
     from ndlog.reference import evaluate as _evaluate
 
     from .oracle import checked_facts, memory_ceiling
     guard = memory_ceiling(max_memory)
+    aggsel_mode(aggsel)
+    require_flag(hidden, "hidden")
     program = as_program(program)
     if facts is not None:
         facts = checked_facts(program, facts)
-    return _evaluate(program, facts, guard=guard, **options)
+    return _evaluate(program, facts, aggsel=aggsel, hidden=hidden, guard=guard)
 
 
 _LAZY = {"Network": "engine", "RunOptions": "engine", "Simulation": "sim",

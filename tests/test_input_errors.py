@@ -28,6 +28,7 @@ from ndlog.errors import (EvaluationError, InputError, NDlogSemanticError, NDlog
 from ndlog.output import (jsonable, program_locations, read_facts_file, read_facts_files,
                           relations_to_json, render_relations)
 from ndlog.parser import MAX_NESTING, FactShapes, load, parse_facts
+from psn.batch import evaluate_spark
 from psn.verify.counterexample import Counterexample
 
 from test_checks import REACHABLE
@@ -392,14 +393,26 @@ def test_an_update_string_from_python_is_checked_as_a_burst_file_is(apply):
     (lambda net, sim: psn.verify(REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]],
                                  shrinking="no"), "shrinking"),
     (lambda net, sim: psn.verify.assert_reorder_tolerant(
-        REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]], complete="no"), "complete")])
+        REACHABLE, {"link": [(1, 2)]}, [["-link(@1, 2)"]], complete="no"), "complete"),
+    (lambda net, sim: psn.evaluate(REACHABLE, {"link": [(1, 2)]}, hidden="no"), "hidden"),
+    (lambda net, sim: evaluate_spark(REACHABLE, {"link": [(1, 2)]}, hidden="no"), "hidden")])
 def test_a_yes_or_no_parameter_takes_only_true_or_false(call, name):
-    """``complete="no"`` was true: the assertion demanded a complete search."""
+    """``complete="no"`` was true: the assertion demanded a complete search; and
+    ``psn.evaluate(..., hidden="no")`` returned the localizer's auxiliaries."""
     net = psn.Network(REACHABLE, {"link": [(1, 2)]}).run()
     sim = psn.Simulation(REACHABLE, topologies.ring(4))
     with pytest.raises(InputError, match=f"^error: {name} must be True or False"):
         call(net, sim)
     assert sim.steps == [] and net.relations(hidden=True)["reachable"] == {(1, 2)}
+
+
+def test_evaluate_takes_its_own_keywords_only():
+    """psn.evaluate passed every other keyword on to ndlog.reference.evaluate: guard= was
+    'ndlog.reference.evaluate() got multiple values for keyword argument guard' from
+    inside it; the keywords are psn.evaluate's own now (a misspelt one is Python's error
+    naming evaluate, as for every function of the API)."""
+    with pytest.raises(TypeError, match=r"^evaluate\(\) got an unexpected keyword argument"):
+        psn.evaluate(REACHABLE, {"link": [(1, 2)]}, guard=print)
 
 
 def test_a_placement_of_a_node_the_topology_lacks_is_refused():

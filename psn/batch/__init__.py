@@ -18,9 +18,11 @@ def evaluate_spark(program, facts=None, **options):
     """See :func:`psn.batch.spark.evaluate_spark`. ``program`` may be NDlog text too, and
     ``facts`` are checked as :func:`psn.evaluate` checks them: a predicate the program
     does not use is an :class:`~ndlog.errors.InputError`, not an empty result."""
+    from engine.options import require_flag
     from ndlog.parser import as_program
     from ..oracle import checked_facts
     from .spark import evaluate_spark as _evaluate_spark
+    require_flag(options.get("hidden", False), "hidden")
     program = as_program(program)
     if facts is not None:
         facts = checked_facts(program, facts)
