@@ -44,13 +44,17 @@ def get_scheme(name: str | AnnotationScheme) -> AnnotationScheme:
     Raises
     ------
     ndlog.errors.InputError
-        For an unknown name, listing the known ones.
+        For an unknown name, listing the known ones, or anything else than a name or a
+        scheme.
     """
     if isinstance(name, AnnotationScheme):
         return name
+    from ndlog.errors import InputError
+    if not isinstance(name, str):
+        raise InputError(f"an annotation is a scheme name ({', '.join(scheme_names())}) "
+                         f"or a scheme object, got {type(name).__name__} {name!r:.80}")
     factory = _REGISTRY.get(name)
     if factory is None:
-        from ndlog.errors import InputError
         raise InputError(f"unknown annotation scheme '{name}'; known: "
                          f"{', '.join(scheme_names())}")
     return factory()

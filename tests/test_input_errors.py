@@ -415,6 +415,17 @@ def test_evaluate_takes_its_own_keywords_only():
         psn.evaluate(REACHABLE, {"link": [(1, 2)]}, guard=print)
 
 
+@pytest.mark.parametrize("annotation", [["absorption"], 3, {"set": 1}])
+def test_an_annotation_that_is_no_name_nor_scheme_is_refused(annotation):
+    """Network(annotation=["absorption"]) ended in 'unhashable type: list' from the
+    scheme registry, and annotation=3 in "unknown annotation scheme '3'"."""
+    for run in (lambda: psn.Network(REACHABLE, annotation=annotation),
+                lambda: psn.Simulation(REACHABLE, topologies.ring(4), annotation=annotation)):
+        with pytest.raises(InputError, match="an annotation is a scheme name .* or a scheme "
+                                             f"object, got {type(annotation).__name__}"):
+            run()
+
+
 def test_a_placement_of_a_node_the_topology_lacks_is_refused():
     """It was ignored, and the node it meant placed by hash."""
     with pytest.raises(InputError, match="places node 9, which the 4-node topology does "
