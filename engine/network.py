@@ -126,7 +126,10 @@ def parse_update(item, shapes=None) -> tuple[int, str, tuple]:
 
 def check_relation(pred, names) -> None:
     """Raise :class:`InputError` unless ``pred`` is one of the relation ``names`` (a
-    misspelt name would read as an empty relation)."""
+    misspelt name would read as an empty relation), or is not a string."""
+    if not isinstance(pred, str):
+        raise InputError(f"a relation is named by a string, got {type(pred).__name__} "
+                         f"{pred!r:.80}")
     if pred not in names:
         import difflib
         close = difflib.get_close_matches(str(pred), sorted(names), n=3)

@@ -158,6 +158,9 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
     if not all(hasattr(scheme, m) for m in ("explain_sets", "minimal_sets")):
         raise InputError(f"--why needs provenance: annotation '{scheme.name}' keeps none "
                          f"(use --annotation absorption)")
+    if not isinstance(pred, str):
+        raise InputError(f"--why: a predicate is a string, got {type(pred).__name__} "
+                         f"{pred!r:.80}")
     if not isinstance(tup, (tuple, list)):
         raise InputError(f"--why: the values of '{pred}' must be a tuple, got {tup!r}")
     tup = fact_values(pred, tup)

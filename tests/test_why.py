@@ -235,6 +235,19 @@ def test_unknown_predicate_and_wrong_arity(small):
     assert "'reachable' has arity 2" in info.value.message
 
 
+@pytest.mark.parametrize("pred", [["reachable"], {"reachable": 1}, 3])
+def test_a_predicate_that_is_not_a_string(small, pred):
+    """why(["reachable"], ...) and multiset(["reachable"]) ended in 'unhashable type:
+    list' from inside; why(3, ...) said "unknown predicate '3'"."""
+    with pytest.raises(InputError, match="--why: a predicate is a string, got "
+                                         f"{type(pred).__name__}"):
+        small.why(pred, ("a", "b"))
+    with pytest.raises(InputError, match="a relation is named by a string, got "
+                                         f"{type(pred).__name__}"):
+        small.multiset(pred)
+    assert small.why("reachable", ("a", "c")) == "link(@a,b) ∧ link(@b,c)"
+
+
 @pytest.mark.parametrize("fact, message", [
     ("reachble(@1,3)", "predicate 'reachble' is not used by the program"),
     ("reachable(@1,3,4)", "reachable has 3 arguments here, but arity 2 in the program"),
