@@ -293,14 +293,17 @@ class Simulation:
         Raises
         ------
         ndlog.errors.InputError
-            For an update that is not one of those forms, or both ``updates`` and
-            ``insert``/``delete``; for a burst refused once the ``advance`` wait is done (a
-            deletion of a fact that expired during it), after the wait is recorded as a
-            step of its own (``wait Xs``), so its time and traffic are counted.
+            For a ``label`` that is not a string, an update that is not one of those forms,
+            or both ``updates`` and ``insert``/``delete``; for a burst refused once the
+            ``advance`` wait is done (a deletion of a fact that expired during it), after the
+            wait is recorded as a step of its own (``wait Xs``), so its time and traffic are
+            counted.
         """
         require_at_least("advance (s)", advance, 0, duration=True)
         require_flag(check, "check")
         require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
+        if not isinstance(label, str):
+            raise InputError(f"label is a string, got {type(label).__name__} {label!r:.80}")
         if updates is not None:
             if insert or delete:
                 raise InputError("give updates, or insert and delete, not both")

@@ -600,3 +600,19 @@ def test_a_burst_refused_after_its_wait_leaves_the_wait_recorded():
     sent = sum(s.traffic["bytes_sent"] + s.traffic["local_bytes"] for s in sim.steps)
     assert wait.traffic["bytes_sent"] + wait.traffic["local_bytes"] > 0
     assert sent == sim.net.metrics["bytes_sent"]
+
+
+@pytest.mark.parametrize("label", [float("nan"), ["s"], 3, None])
+def test_a_step_label_that_is_not_a_string_is_refused(tmp_path, label):
+    """Simulation.step(label=nan) ran the step and kept the label: the StepResult's repr
+    then failed ('object of type float has no len()'), and a list became the label of a
+    metrics file's row. The step is refused before it runs, and the simulation steps on."""
+    import psn
+    sim = psn.Simulation("r1 reach(@S, D) :- link(@S, D, C).\n", make("ring", n=4))
+    with pytest.raises(InputError, match=f"^error: label is a string, got "
+                                         f"{type(label).__name__}"):
+        sim.step(insert={"link": [(0, 1, 1.0)]}, label=label)
+    assert sim.steps == [] and not sim.base_facts()
+    done = sim.step(insert={"link": [(0, 1, 1.0)]}, label="s")
+    assert repr(done).startswith("StepResult(index=0, label='s'")
+    assert sim.relations()["reach"] == {(0, 1)}
