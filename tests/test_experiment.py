@@ -24,8 +24,9 @@ import pytest
 import psn
 import topologies
 from psn.cli import main as psn_main
-from psn.experiment import (EXPERIMENTS, Cache, RunSpec, make_config, run_all,
-                            run_experiment, run_experiments, summarize, t_quantile)
+from psn.experiment import (EXPERIMENTS, Cache, RunSpec, get_experiment, make_config,
+                            run_all, run_experiment, run_experiments, summarize,
+                            t_quantile)
 from psn.experiment.programs import NIGAM_EXAMPLES, PROGRAMS
 from psn.experiment.runs import STEP_FIELDS
 from psn.experiment.table import ROW_FIELDS, SUMMARY_FIELDS
@@ -565,3 +566,19 @@ def test_cli_refuses_options_that_would_have_no_effect(tmp_path, capsys, options
     err = capsys.readouterr().err
     assert f"error: {message}" in err and f"hint: {hint}" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: make_config("tiny", runs="2"), r"runs \(--runs\) is a whole number >= 0, got '2'"),
+    (lambda: make_config("tiny", runs=2.5), r"runs \(--runs\) is a whole number"),
+    (lambda: make_config({"tiny": 1}), r"unknown scale \{'tiny': 1\}"),
+    (lambda: make_config("tiny", seed="1"), "seed is an integer, got str '1'"),
+    (lambda: make_config("tiny", seed=True), "seed is an integer, got bool True"),
+    (lambda: make_config("tiny", topology_seed=0.5), "topology_seed is an integer, got float"),
+    (lambda: get_experiment(["fig7"]), r"unknown experiment \['fig7'\]")])
+def test_config_and_experiment_arguments_are_checked(call, what):
+    """make_config(runs="2") and make_config({...}) ended in TypeErrors from a comparison
+    and a dict lookup, get_experiment(["fig7"]) in 'unhashable type: list', and a seed of
+    "1", True or 0.5 was kept in the Config (and passed to every run)."""
+    with pytest.raises(psn.InputError, match=what):
+        call()

@@ -85,13 +85,26 @@ MAX_TIME_BUDGET = 1e6
 def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
                 time_budget: float | None = None, memory_budget: int | None = None,
                 topology_seed: int = 0) -> Config:
-    """A :class:`Config` with the scale's defaults for what is not given."""
-    if scale not in SCALES:
-        raise InputError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
+    """A :class:`Config` with the scale's defaults for what is not given.
+
+    Raises
+    ------
+    InputError
+        For an unknown scale, runs that are not a whole number >= 1, a seed that is not an
+        integer, or a time or memory budget out of range, naming it and the value.
+    """
+    if not isinstance(scale, str) or scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r:.80}; one of {', '.join(SCALES)}")
     d = SCALES[scale]
     runs = d["runs"] if runs is None else runs
+    from engine.options import require_whole
+    require_whole(runs, "runs (--runs)")
     if runs < 1:
         raise InputError(f"runs (--runs) must be at least 1, not {runs}")
+    for name, value in (("seed", seed), ("topology_seed", topology_seed)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"{name} is an integer, got {type(value).__name__} "
+                             f"{value!r:.80}")
     tb = d["time_budget"] if time_budget is None else time_budget
     check_time_budget(tb)
     from engine.guards import check_memory_limit

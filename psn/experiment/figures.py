@@ -36,8 +36,8 @@ def get_experiment(name: str) -> Experiment:
     InputError
         For an unknown name, listing the known ones.
     """
-    exp = EXPERIMENTS.get(name)
+    exp = EXPERIMENTS.get(name) if isinstance(name, str) else None
     if exp is None:
-        raise InputError(f"unknown experiment {name!r}",
+        raise InputError(f"unknown experiment {name!r:.80}",
                          hint=f"one of {', '.join(EXPERIMENTS)}, or 'list', 'all'")
     return exp
