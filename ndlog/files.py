@@ -44,11 +44,20 @@ def file_path(path, what: str = "file") -> Path:
     Raises
     ------
     ndlog.errors.InputError
-        If ``path`` is not a path (a string or an ``os.PathLike``), naming what it got.
+        If ``path`` is not a path (a string or an ``os.PathLike``), naming what it got, or
+        is empty (``Path("")`` is the current directory) or holds a NUL byte (which no
+        file name can: the system calls raised ValueError).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"the {what} must be a path (a str or a pathlib.Path), got "
                          f"{type(path).__name__} {path!r:.80}")
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text:
+        raise InputError(f"the {what} must be a path, got an empty one")
+    if "\0" in text:
+        raise InputError(f"the {what} {text!r:.80} holds a NUL byte, which no file name can")
     return Path(path)
 
 

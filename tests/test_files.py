@@ -53,6 +53,28 @@ def test_a_path_of_the_wrong_kind_is_an_input_error_naming_it():
             call()
 
 
+@pytest.mark.parametrize("path, what", [
+    ("", "must be a path, got an empty one"),
+    ("\0", "'\\x00' holds a NUL byte, which no file name can"),
+    ("out\0.json", "'out\\x00.json' holds a NUL byte")])
+def test_an_empty_path_or_one_holding_a_nul_byte_is_an_input_error(tmp_path, path, what):
+    """A NUL byte in a path was 'ValueError: embedded null byte' from the system call
+    (psn.load, topologies.read_json, save, write_metrics), and an empty path was
+    'PosixPath('.') has an empty name' when written (the current directory when read)."""
+    import psn
+    import topologies
+    from sim import Simulation
+    sim = Simulation("r1 reachable(@S, D) :- link(@S, D).", "ring")
+    for call, kind in [(lambda: psn.load(path), "program file"),
+                       (lambda: topologies.read_json(path), "topology file"),
+                       (lambda: topologies.save(topologies.ring(4), path), "topology file"),
+                       (lambda: topologies.write_json(topologies.ring(4), path),
+                        "topology file"),
+                       (lambda: sim.write_metrics(path), "metrics file")]:
+        with pytest.raises(InputError, match=re.escape(f"the {kind} {what}")):
+            call()
+
+
 def test_a_file_that_cannot_be_written_is_an_input_error_naming_it(tmp_path):
     missing = tmp_path / "no" / "such" / "dir" / "out.json"
     with pytest.raises(InputError, match=r"cannot write metrics file '.*out\.json'"):

@@ -193,4 +193,4 @@ def format_alt(topo: Topology) -> str:
 
 def write_alt(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as a GT-ITM ``alt`` file (see :func:`format_alt`)."""
-    write_atomic(path, format_alt(topo))
+    write_atomic(path, format_alt(topo), "topology file")

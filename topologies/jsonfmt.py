@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 
 from ndlog.errors import InputError, Span
-from ndlog.files import write_atomic
+from ndlog.files import file_path, write_atomic
 from ndlog.parser import read_text
 from ndlog.text import json_kind
 
@@ -238,12 +238,12 @@ def write_json(topo: Topology, path: str | Path) -> None:
            + "\n  ]",
            '  "links": [\n' + ",\n".join("    " + json.dumps(x) for x in data["links"])
            + "\n  ]"])
-    write_atomic(path, "{\n" + body + "\n}\n")
+    write_atomic(path, "{\n" + body + "\n}\n", "topology file")
 
 
 def read_json(path: str | Path) -> Topology:
     """Read a topology written by :func:`write_json`."""
-    path = Path(path)
+    path = file_path(path, "topology file")
     text = read_text(path, "topology file")
     if not text.strip():
         raise InputError(f"{path}: the JSON topology file is empty",
