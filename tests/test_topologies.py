@@ -386,6 +386,26 @@ def test_make_names_an_option_its_topology_does_not_take():
         assert topologies.options_of(name)
 
 
+@pytest.mark.parametrize("call, what, hint", [
+    (lambda: topologies.ring(4, bogus=1), "topology 'ring' has no option 'bogus'",
+     "the options of ring are n, latency"),
+    (lambda: topologies.ring(4, 1, 2), "topology 'ring': ring() too many positional",
+     "the options of ring are n, latency"),
+    (lambda: topologies.grid(2, rows=3), "topology 'grid': grid() multiple values for "
+                                         "argument 'rows'", "of grid are rows, cols, latency"),
+    (lambda: topologies.make(["ring"]), "a topology is named by a string, got list",
+     "one of ts100"),
+    (lambda: topologies.options_of({"ring": 1}), "a topology is named by a string, got dict",
+     "one of ts100")])
+def test_a_generator_called_from_python_names_a_wrong_call(call, what, hint):
+    """topologies.ring(4, bogus=1) or ring(4, 1, 2) was a TypeError from inspect's bind in
+    the generators' check, and make(["ring"]) 'unhashable type: list' from the presets'
+    lookup."""
+    with pytest.raises(InputError, match=re.escape(what)) as exc:
+        call()
+    assert hint in exc.value.hint
+
+
 @pytest.mark.parametrize("suffix", [".alt", ".json"])
 def test_a_topology_option_with_a_topology_file_is_refused(tmp_path, capsys, suffix):
     """With an .alt file the option ended in a TypeError traceback (exit 1); with a .json

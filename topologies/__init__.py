@@ -59,8 +59,11 @@ def options_of(name: str) -> tuple[str, ...]:
     Raises
     ------
     InputError
-        For an unknown name.
+        For an unknown name, or one that is not a string.
     """
+    if not isinstance(name, str):
+        raise InputError(f"a topology is named by a string, got {type(name).__name__} "
+                         f"{name!r:.80}", hint=f"one of {', '.join(NAMES)}")
     if name in ("ts100", "gtitm"):
         return ("params", "spec") + _parameters(generate, "params", "seed")
     if name in ("dense", "sparse"):

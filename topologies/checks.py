@@ -101,7 +101,8 @@ def check_option(name: str, key: str, value):
 
 def checked(name: str):
     """Decorator: the generator's arguments pass :func:`check_options` (as the topology
-    ``name``) before it runs, so that a call from Python is checked as ``make`` is; and
+    ``name``) before it runs, so that a call from Python is checked as ``make`` is; an
+    unknown option or too many arguments is an InputError naming the generator's; and
     None is refused for a parameter whose default is not None (``seed=None`` would seed
     the generator from the clock)."""
     def wrap(fn):
@@ -109,7 +110,15 @@ def checked(name: str):
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
+            hint = f"the options of {fn.__name__} are {', '.join(signature.parameters)}"
+            unknown = [key for key in kwargs if key not in signature.parameters]
+            if unknown:
+                raise InputError(f"topology {name!r} has no option {unknown[0]!r}", hint=hint)
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as exc:      # too many arguments, or one given twice
+                raise InputError(f"topology {name!r}: {fn.__name__}() {exc}",
+                                 hint=hint) from None
             for key, value in bound.arguments.items():
                 default = signature.parameters[key].default
                 if value is None and default not in (None, inspect.Parameter.empty):
