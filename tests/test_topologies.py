@@ -625,9 +625,33 @@ def test_load_and_save_name_a_path_or_topology_of_the_wrong_kind(tmp_path):
     for call in (lambda: topologies.load(3), lambda: topologies.save(ring, None)):
         with pytest.raises(InputError, match="the topology file must be a path .*, got"):
             call()
-    with pytest.raises(InputError, match="save writes a topologies.Topology, got dict"):
+    with pytest.raises(InputError, match="save takes a topologies.Topology, got dict"):
         topologies.save({"nodes": 4}, tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda tmp: topologies.to_json(frozenset()), "to_json takes a topologies.Topology, got "
+                                                  "frozenset"),
+    (lambda tmp: topologies.format_alt(None), "format_alt takes a topologies.Topology, got "
+                                              "NoneType"),
+    (lambda tmp: topologies.write_json("ring", tmp / "t.json"), "write_json takes a "
+                                                                "topologies.Topology, got str"),
+    (lambda tmp: topologies.write_alt(2, tmp / "t.alt"), "write_alt takes a "
+                                                         "topologies.Topology, got int"),
+    (lambda tmp: topologies.parse_alt(False), "parse_alt takes the text of an alt file (a "
+                                              "str), got bool"),
+    (lambda tmp: topologies.parse_spec(b"ts 1"), "parse_spec takes the text of a spec (a "
+                                                 "str), got bytes"),
+    (lambda tmp: topologies.format_spec(-1.0), "GT-ITM parameters are a TSParams, got float")])
+def test_the_readers_and_writers_name_an_argument_of_the_wrong_kind(tmp_path, call, what):
+    """Only save checked what it was given: to_json, format_alt, write_json and write_alt
+    ended in AttributeErrors on the first attribute of a value that is no Topology,
+    parse_alt and parse_spec on text that is no str, and format_spec on params that are
+    no TSParams."""
+    with pytest.raises(InputError, match=re.escape(what)):
+        call(tmp_path)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_sensor_grid_is_not_written_to_an_upper_case_alt_file_either(tmp_path):

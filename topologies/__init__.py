@@ -21,7 +21,7 @@ from ndlog.text import format_bytes
 
 from .alt import format_alt, parse_alt, read_alt, write_alt
 from .checks import check_option, check_options
-from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class
+from .graph import DEFAULT_LATENCIES, Link, Node, Topology, link_class, require_topology
 from .gtitm import (TS100, GeoParams, TSParams, format_spec, generate, generate_many,
                     parse_spec, read_spec, ts_variant)
 from .jsonfmt import from_json, read_json, to_json, write_json
@@ -289,8 +289,7 @@ def save(topo: Topology, path: str | Path) -> None:
         hold them, and the grid read back would be a plain graph.
     """
     path = file_path(path, "topology file")
-    if not isinstance(topo, Topology):
-        raise InputError(f"save writes a topologies.Topology, got {type(topo).__name__}")
+    require_topology(topo, "save")
     if path.suffix.lower() == ".alt":
         if topo.seeds or topo.sink is not None or topo.radius is not None:
             raise InputError(f"cannot write the {topo.kind} to {path}: the alt format has "

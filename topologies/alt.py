@@ -34,7 +34,7 @@ from ndlog.errors import InputError, Span
 from ndlog.files import write_atomic
 from ndlog.parser import read_text
 
-from .graph import Topology, gtitm_node, make_links
+from .graph import Topology, gtitm_node, make_links, require_topology
 
 __all__ = ["read_alt", "parse_alt", "write_alt", "format_alt"]
 
@@ -63,6 +63,10 @@ def parse_alt(text: str, filename: str | None = None,
         On a missing section, a bad number, a vertex out of order or an edge naming a node
         that does not exist.
     """
+    if not isinstance(text, str):
+        raise InputError(f"parse_alt takes the text of an alt file (a str), got "
+                         f"{type(text).__name__} {text!r:.80}",
+                         hint="for a file, use topologies.read_alt(path)")
     lines = text.splitlines()
 
     def err(no, msg, col=1, hint=None):
@@ -169,6 +173,7 @@ def format_alt(topo: Topology) -> str:
     policy weight. Graph-level integers come from ``meta["header_ints"]``. Nodes without a
     name are written under their id.
     """
+    require_topology(topo, "format_alt")
     gid = topo.name.replace(" ", "_") or topo.kind
     head = " ".join(str(x) for x in topo.meta.get("header_ints", []))
     out = [GRAPH_HEAD, f"{topo.n} {2 * topo.num_links} {gid} {head + ' ' if head else ''}",
@@ -193,4 +198,5 @@ def format_alt(topo: Topology) -> str:
 
 def write_alt(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as a GT-ITM ``alt`` file (see :func:`format_alt`)."""
+    require_topology(topo, "write_alt")
     write_atomic(path, format_alt(topo), "topology file")

@@ -28,6 +28,7 @@ from ndlog.text import count_noun
 __all__ = [
     "Node", "Link", "Topology", "DEFAULT_LATENCIES", "link_class",
     "TRANSIT", "STUB", "SENSOR", "PLAIN", "parse_gtitm_name", "gtitm_node", "make_links",
+    "require_topology",
 ]
 
 #: node kinds
@@ -468,3 +469,18 @@ def make_links(pairs: Iterable[tuple], nodes: tuple[Node, ...],
         weight = pair[3] if len(pair) > 3 else None
         out.append(Link(u, v, lat[cls], cls, length, weight))
     return out
+
+
+def require_topology(topo, where: str) -> None:
+    """Refuse ``topo`` unless it is a :class:`Topology` (a writer would fail on its first
+    attribute), naming the function ``where`` and what it got.
+
+    Raises
+    ------
+    InputError
+        Naming ``where``, the type and the value.
+    """
+    if not isinstance(topo, Topology):
+        raise InputError(f"{where} takes a topologies.Topology, got {type(topo).__name__} "
+                         f"{topo!r:.80}", hint="e.g. topologies.make('ring', n=10), or "
+                                               "topologies.load(path)")

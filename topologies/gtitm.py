@@ -184,6 +184,10 @@ def parse_spec(text: str, filename: str | None = None) -> TSParams:
     InputError
         Naming ``file:line`` of the first bad line.
     """
+    if not isinstance(text, str):
+        raise InputError(f"parse_spec takes the text of a spec (a str), got "
+                         f"{type(text).__name__} {text!r:.80}",
+                         hint="for a file, use topologies.read_spec(path)")
     lines = list(_spec_lines(text))
 
     def err(msg, i=None):
@@ -247,6 +251,7 @@ def read_spec(path: str | Path) -> TSParams:
 
 def format_spec(params: TSParams) -> str:
     """The ``itm`` spec text of ``params`` (inverse of :func:`parse_spec`)."""
+    _require_params(params)
     head = f"ts {params.count}" + (f" {params.seed}" if params.seed is not None else "")
     return "\n".join([
         head,

@@ -26,7 +26,7 @@ from ndlog.parser import read_text
 from ndlog.text import json_kind
 
 from .graph import (DEFAULT_LATENCIES, PLAIN, SENSOR, STUB, TRANSIT, Link, Node,
-                    Topology)
+                    Topology, require_topology)
 
 #: the kinds of node a topology holds
 _NODE_KINDS = (PLAIN, TRANSIT, STUB, SENSOR)
@@ -40,6 +40,7 @@ VERSION = 1
 
 def to_json(topo: Topology) -> dict:
     """The JSON-able dict of ``topo``."""
+    require_topology(topo, "to_json")
     nodes = []
     for n in topo.nodes:
         d = {"id": n.id, "name": n.name, "kind": n.kind}
@@ -231,6 +232,7 @@ def _pos(entry: dict, what: str) -> tuple | None:
 
 def write_json(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as JSON (one node or link per line, for diffs)."""
+    require_topology(topo, "write_json")
     data = to_json(topo)
     body = ",\n".join(
         [f'  "{k}": {json.dumps(v)}' for k, v in data.items() if k not in ("nodes", "links")]
