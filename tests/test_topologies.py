@@ -701,3 +701,18 @@ def test_seeds_params_and_node_ids_of_the_wrong_kind_are_named(call, what):
     with pytest.raises(InputError, match=what):
         call()
     assert topologies.make("ts100", seed=-1).n == topologies.generate(seed=2.0).n == 100
+
+
+@pytest.mark.parametrize("args, what", [
+    ((None,), "topology liu: option nodes is None"),
+    (("300",), "topology liu: option nodes must be a finite whole number, not '300'"),
+    ((float("nan"),), "option nodes must be a finite whole number, not nan"),
+    ((150.5,), "option nodes must be a whole number, not 150.5"),
+    ((200, {"dense": 1}), "density must be 'dense' or 'sparse', not {'dense': 1}")])
+def test_liu_params_checks_its_arguments_as_the_generators_do(args, what):
+    """liu_params(None) and liu_params("300") ended in TypeErrors from a comparison,
+    liu_params(nan) in 'cannot convert float NaN to integer', a density that is a dict in
+    'unhashable type', and 150.5 nodes were rounded as if whole."""
+    with pytest.raises(InputError, match=re.escape(what)):
+        topologies.liu_params(*args)
+    assert topologies.liu_params(200.0) == topologies.liu_params(200)

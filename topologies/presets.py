@@ -47,6 +47,7 @@ LIU_STUB_ALPHA = {"dense": 0.5, "sparse": 0.1}
 LIU_PRESETS = ("liu100", "liu-dense", "liu-sparse")
 
 
+@checked("liu")
 def liu_params(nodes: int = 100, density: str = "dense") -> TSParams:
     """GT-ITM transit-stub parameters for a Liu et al. network of about ``nodes`` nodes.
 
@@ -62,10 +63,11 @@ def liu_params(nodes: int = 100, density: str = "dense") -> TSParams:
     Raises
     ------
     InputError
-        For an unknown density or fewer than 1 node.
+        For an unknown density, or ``nodes`` that is not a whole number >= 1
+        (:func:`~topologies.checks.checked`).
     """
-    if density not in LIU_STUB_ALPHA:
-        raise InputError(f"density must be 'dense' or 'sparse', not {density!r}")
+    if not isinstance(density, str) or density not in LIU_STUB_ALPHA:
+        raise InputError(f"density must be 'dense' or 'sparse', not {density!r:.80}")
     if nodes < 1:
         raise InputError(f"need at least 1 node, not {nodes}")
     domains = max(1, round(nodes / 100))
