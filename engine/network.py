@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numbers
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping
 
 from ndlog import ast as A
 from ndlog.builtins import fact_values
@@ -389,7 +389,19 @@ class Network:
         return self.host.multiset(pred)
 
     def node_state(self, node_id: Any, hidden: bool = True) -> dict[str, dict[tuple, Any]]:
-        """The committed state of one node: ``pred -> {tuple: stored annotation}``."""
+        """The committed state of one node: ``pred -> {tuple: stored annotation}`` (empty
+        for a node that does not exist); the localizer's auxiliaries too with ``hidden``.
+
+        Raises
+        ------
+        InputError
+            For ``hidden`` not True or False, or a ``node_id`` that is not hashable (no
+            location value is).
+        """
+        require_flag(hidden, "hidden")
+        if not isinstance(node_id, Hashable):
+            raise InputError(f"a node is named by its location value, got "
+                             f"{type(node_id).__name__} {node_id!r:.80}")
         node = self.nodes.get(node_id)
         if node is None:
             return {}

@@ -384,6 +384,7 @@ def test_an_update_string_from_python_is_checked_as_a_burst_file_is(apply):
 
 @pytest.mark.parametrize("call, name", [
     (lambda net, sim: net.relations(hidden="no"), "hidden"),
+    (lambda net, sim: net.node_state(1, hidden="no"), "hidden"),
     (lambda net, sim: psn.Simulation(REACHABLE, topologies.ring(4), state_metrics="no"),
      "state_metrics"),
     (lambda net, sim: sim.run_workload("all", check="no"), "check"),
@@ -424,6 +425,17 @@ def test_an_annotation_that_is_no_name_nor_scheme_is_refused(annotation):
         with pytest.raises(InputError, match="an annotation is a scheme name .* or a scheme "
                                              f"object, got {type(annotation).__name__}"):
             run()
+
+
+@pytest.mark.parametrize("node", [{"a": 1}, [1], {1}])
+def test_node_state_of_an_unhashable_node_is_refused(node):
+    """Network.node_state([1]) ended in 'TypeError: unhashable type: list' from the
+    nodes' dict; no location value is unhashable."""
+    net = psn.Network(REACHABLE, {"link": [(1, 2)]}).run()
+    with pytest.raises(InputError, match="a node is named by its location value, got "
+                                         f"{type(node).__name__}"):
+        net.node_state(node)
+    assert net.node_state(3) == {} and net.node_state(1)["reachable"] == {(1, 2): (1,)}
 
 
 def test_a_placement_of_a_node_the_topology_lacks_is_refused():
