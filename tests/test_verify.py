@@ -395,13 +395,22 @@ def test_budget_and_scope_parsing():
 @pytest.mark.parametrize("fields, what", [
     (dict(schedules=-1), "schedules must be a positive integer"),
     (dict(schedules="x"), "schedules must be a positive integer"),
-    (dict(seconds=float("nan")), "seconds must be a positive number"),
-    (dict(seconds="1s"), "seconds must be a positive number")])
+    (dict(seconds=float("nan")), "seconds must be a positive finite number"),
+    (dict(seconds="1s"), "seconds must be a positive finite number")])
 def test_a_budget_built_directly_is_checked(fields, what):
     """Budget(schedules=-1) ran no schedule and reported no counterexample, and
     Budget(schedules="x") was a TypeError inside the search."""
     with pytest.raises(psn.InputError, match=what):
         psn.verify(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']], budget=Budget(**fields))
+
+
+@pytest.mark.parametrize("schedules", [None, 10])
+def test_an_infinite_time_budget_is_refused(schedules):
+    """Budget(None, inf) passed the check that refuses an unbounded random search
+    (Budget(None, None)), and such a search ran until interrupted."""
+    with pytest.raises(psn.InputError, match="seconds must be a positive finite number or "
+                                             r"None \(no time limit\), got inf"):
+        Budget(schedules=schedules, seconds=float("inf"))
 
 
 @pytest.mark.parametrize("mode", ["random", "adversarial"])

@@ -18,6 +18,7 @@ Deliberately not here: running anything (:mod:`psn.verify.model`), searching
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -191,8 +192,9 @@ class Budget:
             raise InputError(f"budget: schedules must be a positive integer or None, "
                              f"got {n!r}")
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
-                              or not t > 0):
-            raise InputError(f"budget: seconds must be a positive number or None, got {t!r}")
+                              or not 0 < t < math.inf):
+            raise InputError(f"budget: seconds must be a positive finite number or None (no "
+                             f"time limit), got {t!r}")
 
     @classmethod
     def parse(cls, value: "str | int | float | Budget | None") -> "Budget":
