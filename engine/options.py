@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ndlog.analysis import AGGSEL_CHOICES, aggsel_mode
-from ndlog.errors import InputError
+from ndlog.errors import InputError, require_flag
 
 __all__ = ["RunOptions", "Resolved", "DEFAULT_ANNOTATION", "AGGSEL_CHOICES", "CONTEXTS",
            "DEFAULT_MAX_UPDATES", "aggsel_mode", "require_flag", "require_callable",
@@ -332,20 +332,6 @@ class Resolved:
                    max_memory=default_memory_limit() if self.options.max_memory is None
                    else self.options.max_memory)
         return out
-
-
-def require_flag(value, name: str, optional: bool = False) -> None:
-    """Refuse ``value`` unless it is True or False (or None when ``optional``): a string
-    such as ``"no"`` would be taken as true.
-
-    Raises
-    ------
-    InputError
-        Naming the parameter ``name`` and the value.
-    """
-    if not isinstance(value, bool) and not (optional and value is None):
-        raise InputError(f"{name} must be True or False{' or None' if optional else ''}, "
-                         f"not {value!r}")
 
 
 def require_callable(value, name: str, what: str) -> None:

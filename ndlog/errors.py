@@ -4,7 +4,8 @@ Role: one exception root, :class:`PSNError`, for every mistake a user can make (
 failed static checks, rules that cannot be localized, bad facts or bursts, bad options).
 Each error knows where it happened (file, line, column) when there is a place to point at,
 and renders itself as ``file:line:col: error: message`` followed by the offending source line
-and a caret under the column, the way compilers and lark's own errors read.
+and a caret under the column, the way compilers and lark's own errors read. And
+:func:`require_flag`, the check of a yes/no parameter of every layer's Python functions.
 
 Deliberately not here: internal invariant violations (those stay ordinary exceptions, because
 they are bugs in PSN, not in the user's input) and any printing or exiting (the CLI does that).
@@ -23,6 +24,7 @@ __all__ = [
     "EvaluationError",
     "InputError",
     "NDlogWarning",
+    "require_flag",
 ]
 
 
@@ -167,3 +169,17 @@ class NDlogWarning(PSNError):
     a caret, and printed, never raised."""
 
     kind = "warning"
+
+
+def require_flag(value, name: str, optional: bool = False) -> None:
+    """Refuse ``value`` unless it is True or False (or None when ``optional``): a string
+    such as ``"no"`` would be taken as true.
+
+    Raises
+    ------
+    InputError
+        Naming the parameter ``name`` and the value.
+    """
+    if not isinstance(value, bool) and not (optional and value is None):
+        raise InputError(f"{name} must be True or False{' or None' if optional else ''}, "
+                         f"not {value!r}")

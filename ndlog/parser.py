@@ -33,7 +33,8 @@ import lark
 from lark import Lark, Transformer, v_args
 
 from . import ast as A
-from .errors import InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span
+from .errors import (InputError, NDlogSemanticError, NDlogSyntaxError, PSNError, Span,
+                     require_flag)
 from .files import file_path
 
 __all__ = ["parse", "load", "as_program", "parse_facts", "parse_atom", "read_text", "FactShapes",
@@ -494,6 +495,7 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     if not isinstance(text, str):
         raise InputError(f"a program is NDlog text (a str), got {type(text).__name__}",
                          hint="for a file, use psn.load(path)")
+    require_flag(check, "check")
     items = _parse_tree(text, filename)
     program = _assemble(items, filename, text)
     if check:
@@ -623,6 +625,7 @@ def load(path: str | Path, check: bool = True) -> A.Program:
     if not isinstance(path, (str, os.PathLike)):
         raise InputError(f"psn.load takes the path of a program file, got "
                          f"{type(path).__name__}", hint="for NDlog text, use psn.parse(text)")
+    require_flag(check, "check")
     return parse(read_text(path, "program file"), str(path), check=check)
 
 

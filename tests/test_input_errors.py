@@ -385,6 +385,9 @@ def test_an_update_string_from_python_is_checked_as_a_burst_file_is(apply):
 @pytest.mark.parametrize("call, name", [
     (lambda net, sim: net.relations(hidden="no"), "hidden"),
     (lambda net, sim: net.node_state(1, hidden="no"), "hidden"),
+    (lambda net, sim: psn.parse(REACHABLE, check="no"), "check"),
+    (lambda net, sim: psn.load(Path(__file__).parents[1] / "examples" / "reachable.ndl",
+                               check=()), "check"),
     (lambda net, sim: psn.Simulation(REACHABLE, topologies.ring(4), state_metrics="no"),
      "state_metrics"),
     (lambda net, sim: sim.run_workload("all", check="no"), "check"),
@@ -398,8 +401,9 @@ def test_an_update_string_from_python_is_checked_as_a_burst_file_is(apply):
     (lambda net, sim: psn.evaluate(REACHABLE, {"link": [(1, 2)]}, hidden="no"), "hidden"),
     (lambda net, sim: evaluate_spark(REACHABLE, {"link": [(1, 2)]}, hidden="no"), "hidden")])
 def test_a_yes_or_no_parameter_takes_only_true_or_false(call, name):
-    """``complete="no"`` was true: the assertion demanded a complete search; and
-    ``psn.evaluate(..., hidden="no")`` returned the localizer's auxiliaries."""
+    """``complete="no"`` was true: the assertion demanded a complete search;
+    ``psn.evaluate(..., hidden="no")`` returned the localizer's auxiliaries; and
+    ``psn.parse(text, check="no")`` ran the static checks, ``check=()`` skipped them."""
     net = psn.Network(REACHABLE, {"link": [(1, 2)]}).run()
     sim = psn.Simulation(REACHABLE, topologies.ring(4))
     with pytest.raises(InputError, match=f"^error: {name} must be True or False"):
