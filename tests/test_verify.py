@@ -710,10 +710,20 @@ def test_cli_deletion_of_a_missing_fact_names_the_burst_line(tmp_path, capsys):
     (lambda: Scope(hashing="yes"), "scope: hashing must be True or False"),
     (lambda: Scope.parse("fifo", bound=3, bogus=1), "Scope.parse has no option 'bogus'"),
     (lambda: Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], shp="lazy"),
-     "Problem.make has no option 'shp'")])
+     "Problem.make has no option 'shp'"),
+    (lambda: Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]],
+                          annotation=(s for s in ["set"])),
+     "an annotation is a scheme name"),
+    (lambda: Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]], annotation=3),
+     "an annotation is a scheme name"),
+    (lambda: Problem.make(REACH, {"link": [(1, 2)]}, [["-link(@1, 2)"]],
+                          annotation="absorptin"),
+     "unknown annotation scheme 'absorptin'")])
 def test_scope_and_problem_arguments_are_checked(build, what):
     """Scope(fifo="no") was taken as FIFO channels (a non-empty string is true), and an
-    unknown keyword of Scope.parse or Problem.make was a TypeError from the dataclass."""
+    unknown keyword of Scope.parse or Problem.make was a TypeError from the dataclass;
+    Problem.make deep-copied any annotation (a generator: 'cannot pickle generator') and
+    kept one that is no scheme (3, "absorptin") for the search to fail on."""
     with pytest.raises(psn.InputError, match=re.escape(what)):
         build()
 

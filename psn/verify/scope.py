@@ -301,8 +301,9 @@ class Problem:
         Raises
         ------
         InputError
-            For a malformed fact or update, or nothing to verify (no bursts, and a scope
-            that delivers the facts in one order).
+            For a malformed fact or update, an annotation that is neither a registered
+            scheme name nor a scheme object, an unknown option, or nothing to verify (no
+            bursts, and a scope that delivers the facts in one order).
         """
         from engine.network import parse_burst_items
         from ndlog.parser import as_program
@@ -340,6 +341,8 @@ class Problem:
                              "delivered in one order (FIFO)",
                              hint="give the updates to verify as bursts (--burst FILE), or "
                                   "explore the facts' delivery orders too (--scope facts)")
+        from provenance import get_scheme
+        get_scheme(annotation)          # an InputError for an unknown name or no scheme
         if not isinstance(annotation, str):
             annotation = copy.deepcopy(annotation)      # a pristine template
         if "aggsel" in options:
