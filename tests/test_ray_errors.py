@@ -101,10 +101,21 @@ def test_address_with_nothing_listening_fails_within_the_timeout():
     assert elapsed < 2 + MARGIN
 
 
-@pytest.mark.parametrize("timeout", [0, -1, "abc", float("nan"), float("inf")])
+@pytest.mark.parametrize("timeout", [0, -1, "abc", float("nan"), float("inf"), "5", True])
 def test_connect_timeout_must_be_a_positive_number(timeout):
+    """"5" and True were converted by float() (True: a timeout of 1 s)."""
     err, _ = _one_line_input_error(start_ray, "127.0.0.1:1", connect_timeout=timeout)
     assert "connect timeout" in err.message
+
+
+@pytest.mark.parametrize("workers", [True, False, 1.0, "2"])
+def test_a_worker_pool_of_a_number_of_workers_that_is_not_one_is_refused(workers):
+    """WorkerPool(True) started one actor (a bool is an int to Python), as RayNetwork
+    refuses workers=True; nothing starts for a refused pool."""
+    from psn.distributed.network import WorkerPool
+    with pytest.raises(InputError, match="the number of workers must be a positive "
+                                         f"integer, got {workers!r}"):
+        WorkerPool(workers)
 
 
 def test_auto_without_a_cluster(monkeypatch, tmp_path):

@@ -84,7 +84,7 @@ class WorkerPool:
 
     def __init__(self, workers: int, address: str | None = None, *,
                  connect_timeout: float | None = None):
-        if not isinstance(workers, int) or workers < 1:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InputError(f"the number of workers must be a positive integer, "
                              f"got {workers!r}")
         extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}

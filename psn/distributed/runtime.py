@@ -280,10 +280,10 @@ def _as_ray_connects(target: RayAddress) -> RayAddress:
 
 
 def _timeout_seconds(value) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
+    """``value`` as seconds: a finite number above 0 (the command line has made its text
+    a float; a string or a bool from Python is refused, not converted)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    seconds = float(value) if number else float("nan")
     if not math.isfinite(seconds) or seconds <= 0:
         raise InputError(f"the Ray connect timeout must be a positive number of seconds, "
                          f"got {value!r}")
