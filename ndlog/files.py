@@ -83,8 +83,11 @@ def atomic_open(path: str | Path, what: str = "", newline: str | None = None
     """
     path = file_path(path, what or "file")
     in_place = _is_stream(path)
-    if not in_place and path.is_symlink():
-        path = Path(os.path.realpath(path))
+    try:
+        if not in_place and path.is_symlink():
+            path = Path(os.path.realpath(path))
+    except OSError as exc:      # a name too long for the file system
+        raise _error(path, what, exc) from None
     target = path if in_place else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fh = open(target, "w", newline=newline, encoding="utf-8")
@@ -204,8 +207,12 @@ def require_parent(path: str | Path, what: str = "") -> None:
     """
     path = Path(path)
     parent = path.parent
-    if not parent.is_dir():
-        why = "is not a directory" if parent.exists() else "does not exist"
+    try:
+        missing = not parent.is_dir()
+        why = "is not a directory" if missing and parent.exists() else "does not exist"
+    except OSError as exc:      # a name too long for the file system
+        raise _error(path, what, exc) from None
+    if missing:
         raise InputError(f"cannot write {what + ' ' if what else ''}'{path}': the "
                          f"directory '{parent}' {why}",
                          hint="create it first, or give a path in an existing directory")

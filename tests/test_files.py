@@ -75,6 +75,26 @@ def test_an_empty_path_or_one_holding_a_nul_byte_is_an_input_error(tmp_path, pat
             call()
 
 
+def test_a_name_too_long_for_the_file_system_is_an_input_error(tmp_path):
+    """A file name over the file system's limit raised OSError 'File name too long' from
+    pathlib's checks before any write: in Simulation.write_metrics and topologies.save
+    (is_symlink), in Simulation(program, topology=NAME) (the test for a topology file) and
+    in every output directory's parent check (require_parent)."""
+    import topologies
+    from ndlog.files import require_parent
+    from sim import Simulation
+    long = "a" * 300
+    sim = Simulation("r1 reachable(@S, D) :- link(@S, D).", "ring")
+    for call in (lambda: sim.write_metrics(tmp_path / long),
+                 lambda: topologies.save(topologies.ring(4), tmp_path / f"{long}.json"),
+                 lambda: require_parent(tmp_path / long / "out", "the run cache")):
+        with pytest.raises(InputError, match="^error: cannot write .*: File name too long"):
+            call()
+    with pytest.raises(InputError, match="unknown topology 'aaaa"):
+        Simulation("r1 reachable(@S, D) :- link(@S, D).", long)
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_file_that_cannot_be_written_is_an_input_error_naming_it(tmp_path):
     missing = tmp_path / "no" / "such" / "dir" / "out.json"
     with pytest.raises(InputError, match=r"cannot write metrics file '.*out\.json'"):

@@ -251,7 +251,12 @@ def names_file(text: str | Path) -> bool:
     """Whether ``text`` (a ``--topology`` value) names a topology file rather than a
     generator: an existing path, or one ending in ``.alt`` or ``.json`` (which
     :func:`load` then reports missing)."""
-    return Path(text).exists() or Path(text).suffix.lower() in (".alt", ".json")
+    try:
+        if Path(text).exists():
+            return True
+    except OSError:             # a name too long for the file system names no file
+        pass
+    return Path(text).suffix.lower() in (".alt", ".json")
 
 
 def load(path: str | Path, **options) -> Topology:
