@@ -582,3 +582,20 @@ def test_config_and_experiment_arguments_are_checked(call, what):
     "1", True or 0.5 was kept in the Config (and passed to every run)."""
     with pytest.raises(psn.InputError, match=what):
         call()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: summarize("123"), "values are a list of numbers, got str '123'"),
+    (lambda: summarize(None), "values are a list of numbers, got NoneType"),
+    (lambda: summarize(["1.5", 2.0]), "values are numbers, got str '1.5'"),
+    (lambda: summarize([1.0, 2.0], level=2), r"level must be a number in \(0, 1\), not 2"),
+    (lambda: summarize([1.0, 2.0], level="0.9"), r"level must be a number in \(0, 1\)"),
+    (lambda: t_quantile("0.975", 3), r"p must be a number in \(0, 1\), not '0.975'"),
+    (lambda: t_quantile(0.975, False), "degrees of freedom must be a finite number above 0"),
+    (lambda: t_quantile(1.5, 3), r"p must be a number in \(0, 1\), not 1.5")])
+def test_the_statistics_name_an_argument_of_the_wrong_kind(call, what):
+    """summarize("123") summarized the characters 1, 2 and 3, summarize(["1.5"]) took the
+    string as a number, and the rest ended in TypeErrors from a comparison or ValueErrors
+    ('p must be in (0, 1)') instead of the InputError of every other argument."""
+    with pytest.raises(psn.InputError, match=what):
+        call()

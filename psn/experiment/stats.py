@@ -13,8 +13,11 @@ do), bootstrap or non-parametric intervals.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
+
+from ndlog.errors import InputError
 
 __all__ = ["Summary", "summarize", "t_quantile", "t_cdf"]
 
@@ -69,11 +72,18 @@ def t_cdf(t: float, df: float) -> float:
 
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on
-    :func:`t_cdf`; accurate to about 1e-10). ``t_quantile(0.975, 9)`` is 2.2622."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), not {p}")
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, not {df}")
+    :func:`t_cdf`; accurate to about 1e-10). ``t_quantile(0.975, 9)`` is 2.2622.
+
+    Raises
+    ------
+    InputError
+        For a ``p`` that is not a number in (0, 1), or ``df`` not a finite number > 0.
+    """
+    if not (_number(p) and 0.0 < p < 1.0):
+        raise InputError(f"p must be a number in (0, 1), not {p!r:.80}")
+    if not (_number(df) and 0 < df < math.inf):
+        raise InputError(f"degrees of freedom must be a finite number above 0, not "
+                         f"{df!r:.80}")
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
     lo, hi = 0.0, 1.0
@@ -109,8 +119,25 @@ class Summary:
 
 def summarize(values: Iterable[float], level: float = 0.95) -> Summary | None:
     """Mean, sample standard deviation and the two-sided Student-t interval of ``values``
-    at ``level`` (Liu Sec. 7: 95%); ``None`` for no values."""
-    xs = [float(v) for v in values]
+    at ``level`` (Liu Sec. 7: 95%); ``None`` for no values.
+
+    Raises
+    ------
+    InputError
+        For ``values`` that are not an iterable of numbers (a string is not one: its
+        characters would be read as values), or a ``level`` that is not a number in
+        (0, 1).
+    """
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise InputError(f"values are a list of numbers, got {type(values).__name__} "
+                         f"{values!r:.80}")
+    if not (_number(level) and 0.0 < level < 1.0):
+        raise InputError(f"level must be a number in (0, 1), not {level!r:.80}")
+    xs = list(values)
+    for v in xs:
+        if not isinstance(v, numbers.Real):
+            raise InputError(f"values are numbers, got {type(v).__name__} {v!r:.80}")
+    xs = [float(v) for v in xs]
     n = len(xs)
     if n == 0:
         return None
@@ -121,3 +148,8 @@ def summarize(values: Iterable[float], level: float = 0.95) -> Summary | None:
     sd = math.sqrt(var)
     half = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
     return Summary(n, mean, sd, half, mean - half, mean + half, level)
+
+
+def _number(value) -> bool:
+    """Whether ``value`` is an int or a float (a bool is not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
