@@ -339,6 +339,22 @@ def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master
     assert "not a Spark master URL" in out.err and out.out == ""
 
 
+@pytest.mark.parametrize("options, what", [
+    (dict(master=3), "not a Spark master URL: 3"),
+    (dict(master=["local[1]"]), r"not a Spark master URL: \['local\[1\]'\]"),
+    (dict(session="local"), "session is a pyspark.sql.SparkSession, got str"),
+    (dict(stats={}), "stats is a psn.batch.SparkStats, got dict"),
+    (dict(progress=3), "progress is a function")])
+def test_the_spark_reference_names_an_option_of_the_wrong_kind(options, what):
+    """master=3 was a TypeError from the master URL's regular expression, session="local"
+    an AttributeError ('str' object has no attribute 'conf'), stats={} an AttributeError
+    after the whole evaluation; each is refused before any session starts."""
+    from psn.batch import evaluate_spark as evaluate_spark_text
+    with pytest.raises(InputError, match=what):
+        evaluate_spark_text("r1 reachable(@S, D) :- link(@S, D).", {"link": [(1, 2)]},
+                            **options)
+
+
 
 def test_a_stopped_session_is_started_anew():
     """``psn.batch.stop_session`` stops the process's session and the next evaluation

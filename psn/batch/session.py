@@ -200,11 +200,11 @@ def check_master(master: str) -> None:
     Raises
     ------
     ndlog.errors.InputError
-        Naming ``master``, with the forms Spark takes.
+        Naming ``master``, with the forms Spark takes (a value that is not a string too).
     """
-    if not _MASTER_FORMS.fullmatch(master):
+    if not isinstance(master, str) or not _MASTER_FORMS.fullmatch(master):
         from ndlog.errors import InputError
-        raise InputError(f"not a Spark master URL: {master!r}",
+        raise InputError(f"not a Spark master URL: {master!r:.80}",
                          hint="local, local[N] (N >= 1), local[*], spark://HOST:PORT, yarn or "
                               "k8s://HOST:PORT")
 

@@ -49,7 +49,7 @@ from typing import Callable, Iterable, Mapping
 from ndlog import ast as A
 from ndlog.analysis import AggSelSpec, aggsel_candidates, aggsel_mode, monotone_span, strata
 from ndlog.builtins import NOT_A_NUMBER
-from ndlog.errors import EvaluationError, NDlogSemanticError
+from ndlog.errors import EvaluationError, InputError, NDlogSemanticError
 from ndlog.reference import base_facts
 from ndlog.rewrite import project_negated_wildcards
 from . import kinds as K
@@ -108,6 +108,9 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
 
     Raises
     ------
+    InputError
+        For a ``session``, ``stats`` or ``progress`` of the wrong kind, or a ``master`` that
+        is not a master URL, before any Spark session starts.
     EvaluationError
         For a value the program cannot handle (as the Python reference would), a list the
         Spark reference cannot type (mixed element kinds), or a failed Spark job.
@@ -117,9 +120,20 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
     Synchronous semi-naive evaluation (Nigam et al. 2012, Algorithm 2) stratum by stratum,
     as batch jobs; aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
     """
+    from engine.options import require_callable
+    require_callable(progress, "progress", "a function (predicates, round, added)")
+    if stats is not None and not isinstance(stats, SparkStats):
+        raise InputError(f"stats is a psn.batch.SparkStats, got {type(stats).__name__} "
+                         f"{stats!r:.80}")
     if session is None:
         from .session import get_session
         session = get_session(master)
+    else:
+        from pyspark.sql import SparkSession
+        if not isinstance(session, SparkSession):
+            raise InputError(f"session is a pyspark.sql.SparkSession, got "
+                             f"{type(session).__name__} {session!r:.80}",
+                             hint="leave it out for the process's own (get_session)")
     started = time.perf_counter()
     program = project_negated_wildcards(program)
     run = _Run(session, program, aggsel, progress)
