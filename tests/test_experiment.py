@@ -575,11 +575,18 @@ def test_cli_refuses_options_that_would_have_no_effect(tmp_path, capsys, options
     (lambda: make_config("tiny", seed="1"), "seed is an integer, got str '1'"),
     (lambda: make_config("tiny", seed=True), "seed is an integer, got bool True"),
     (lambda: make_config("tiny", topology_seed=0.5), "topology_seed is an integer, got float"),
-    (lambda: get_experiment(["fig7"]), r"unknown experiment \['fig7'\]")])
+    (lambda: get_experiment(["fig7"]), r"unknown experiment \['fig7'\]"),
+    (lambda: make_config("tiny", memory_budget=(1, 2)), r"the memory budget per run in bytes "
+                                                        r"\(memory_budget\) is a whole number"),
+    (lambda: make_config("tiny", memory_budget=2.0 ** 31), "memory_budget.* is a whole number"),
+    (lambda: Cache(["out"]), r"the run cache must be a path \(a str or a pathlib.Path\)"),
+    (lambda: Cache("out", version=["v"]), "the run cache's version is a string, got list")])
 def test_config_and_experiment_arguments_are_checked(call, what):
     """make_config(runs="2") and make_config({...}) ended in TypeErrors from a comparison
     and a dict lookup, get_experiment(["fig7"]) in 'unhashable type: list', and a seed of
-    "1", True or 0.5 was kept in the Config (and passed to every run)."""
+    "1", True or 0.5 was kept in the Config (and passed to every run); a memory budget of
+    (1, 2) was a TypeError in its range check, Cache(["out"]) one from pathlib, and
+    Cache(version=["v"]) wrote the list's repr into every key."""
     with pytest.raises(psn.InputError, match=what):
         call()
 

@@ -109,6 +109,7 @@ def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
     check_time_budget(tb)
     from engine.guards import check_memory_limit
     mem = Config.memory_budget if memory_budget is None else memory_budget
+    require_whole(mem, "the memory budget per run in bytes (memory_budget)")
     check_memory_limit(mem, "the memory budget per run (--max-memory)")
     return Config(scale, runs, seed, tb, mem, topology_seed)
 

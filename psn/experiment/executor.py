@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ndlog.errors import EvaluationError, InputError
-from ndlog.files import write_atomic
+from ndlog.files import file_path, write_atomic
 from ndlog.signals import held
 from ndlog.text import shows_progress
 
@@ -54,7 +54,10 @@ class Cache:
     """
 
     def __init__(self, directory: str | Path, version: str | None = None):
-        self.dir = Path(directory)
+        self.dir = file_path(directory, "run cache")
+        if version is not None and not isinstance(version, str):
+            raise InputError(f"the run cache's version is a string, got "
+                             f"{type(version).__name__} {version!r:.80}")
         self.version = version or code_version()
 
     def path(self, spec: RunSpec) -> Path:
