@@ -9,6 +9,7 @@ transit node, and, over 200 seeds of ``ts100``, link counts against GT-ITM's own
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -377,3 +378,23 @@ def test_bad_alt_names_file_and_line(tmp_path, mutate, line, match):
     assert exc.value.filename == str(path)
     assert exc.value.line == line
     assert f"{path}:{line}:" in exc.value.render()
+
+
+@pytest.mark.parametrize("change, what", [
+    (dict(stubs_per_transit="1"), "bad stubs/transit parameter '1': need a whole number"),
+    (dict(stubs_per_transit=float("inf")), "bad stubs/transit parameter inf"),
+    (dict(extra_ts=0.5), "bad transit-stub edge parameter 0.5: need a whole number"),
+    (dict(top=None), "bad top parameters None: need a topologies.GeoParams"),
+    (dict(top=topologies.GeoParams("1", 20, 3, 1.0)), "bad n parameter '1' (top level)"),
+    (dict(stub=topologies.GeoParams(8, 10.5, 3, 0.4)), "bad scale parameter 10.5 (stub "
+                                                        "domains): need a whole number"),
+    (dict(stub=topologies.GeoParams(8, 10, 3, 0.4, beta=float("nan"))),
+     "bad beta parameter nan (stub domains): need a finite number")])
+def test_params_built_in_python_are_checked_for_their_kinds(change, what):
+    """TSParams and GeoParams built in Python were checked for ranges only: a string, a
+    float or infinity where a count goes ended in TypeErrors and an OverflowError inside the
+    generator, a scale of 10.5 and a beta of nan were used as given, and top=None was an
+    AttributeError."""
+    params = replace(topologies.ts_variant(20), **change)
+    with pytest.raises(InputError, match=re.escape(what)):
+        topologies.generate(params, 0)

@@ -66,6 +66,16 @@ MAX_TRIES = 100                 # ts.c: top-level and transit domain graphs
 MAX_STUB_TRIES = 10_000         # unbounded in ts.c
 
 
+def _require_number(value, what: str, at: str, whole: bool = False) -> None:
+    """Refuse ``value`` unless it is a whole number (``whole``) or a finite number (a bool
+    is neither): a parameter of :class:`GeoParams` or :class:`TSParams` built in Python."""
+    kinds = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or \
+            isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"bad {what} {value!r:.80}{at}: need a "
+                         f"{'whole' if whole else 'finite'} number")
+
+
 @dataclass(frozen=True)
 class GeoParams:
     """One ``<n> <scale> <edgemethod> <alpha> [<beta>] [<gamma>]`` line (``geo_parms``).
@@ -83,6 +93,10 @@ class GeoParams:
     def check(self, where: str = "") -> None:
         """Raise :class:`InputError` unless the values pass ``itm.c``'s and ``geo()``'s checks."""
         at = f" ({where})" if where else ""
+        for name in ("n", "scale", "method"):
+            _require_number(getattr(self, name), f"{name} parameter", at, whole=True)
+        for name in ("alpha", "beta", "gamma"):
+            _require_number(getattr(self, name), f"{name} parameter", at)
         if self.n <= 0:
             raise InputError(f"bad n parameter {self.n}{at}: need n > 0")
         if self.scale <= 0:
@@ -137,7 +151,18 @@ class TSParams:
         return self.top.n * self.transit.n * (1 + self.stubs_per_transit * self.stub.n)
 
     def check(self) -> None:
-        """Raise :class:`InputError` on values ``itm`` would reject."""
+        """Raise :class:`InputError` on values ``itm`` would reject (and on values of the
+        wrong kind: a count that is not a whole number, a level that is no GeoParams)."""
+        for name, what in (("stubs_per_transit", "stubs/transit parameter"),
+                           ("extra_ts", "transit-stub edge parameter"),
+                           ("extra_ss", "stub-stub edge parameter"), ("count", "count")):
+            _require_number(getattr(self, name), what, "", whole=True)
+        if self.seed is not None:
+            _require_number(self.seed, "seed", "", whole=True)
+        for name in ("top", "transit", "stub"):
+            if not isinstance(getattr(self, name), GeoParams):
+                raise InputError(f"bad {name} parameters {getattr(self, name)!r:.80}: need a "
+                                 f"topologies.GeoParams")
         if self.stubs_per_transit < 0:
             raise InputError(f"bad stubs/transit parameter {self.stubs_per_transit}")
         if self.extra_ts < 0:
