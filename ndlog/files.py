@@ -203,9 +203,10 @@ def require_parent(path: str | Path, what: str = "") -> None:
     Raises
     ------
     ndlog.errors.InputError
-        If the parent directory of ``path`` is missing (or is not a directory), naming it.
+        If the parent directory of ``path`` is missing (or is not a directory), naming it,
+        or ``path`` is not a path (:func:`file_path`).
     """
-    path = Path(path)
+    path = file_path(path, "output path")
     parent = path.parent
     try:
         missing = not parent.is_dir()

@@ -17,6 +17,7 @@ import csv
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,9 @@ import pytest
 import psn
 import topologies
 from psn.cli import main as psn_main
-from psn.experiment import (EXPERIMENTS, Cache, RunSpec, get_experiment, make_config,
-                            run_all, run_experiment, run_experiments, summarize,
-                            t_quantile)
+from psn.experiment import (EXPERIMENTS, Cache, RunSpec, execute_run, get_experiment,
+                            make_config, run_all, run_experiment, run_experiments,
+                            summarize, t_quantile)
 from psn.experiment.programs import NIGAM_EXAMPLES, PROGRAMS
 from psn.experiment.runs import STEP_FIELDS
 from psn.experiment.table import ROW_FIELDS, SUMMARY_FIELDS
@@ -606,3 +607,41 @@ def test_the_statistics_name_an_argument_of_the_wrong_kind(call, what):
     ('p must be in (0, 1)') instead of the InputError of every other argument."""
     with pytest.raises(psn.InputError, match=what):
         call()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda out: run_experiment("fig7", TINY, 3), "the experiment output must be a path"),
+    (lambda out: run_experiment("fig7", {"scale": "tiny"}, out), "cfg is a psn.experiment."
+                                                                 "Config"),
+    (lambda out: run_experiment("fig7", TINY, out, executor="inline", jobs="2"),
+     "jobs (--jobs) is a whole number >= 0, got '2'"),
+    (lambda out: run_experiment("fig7", TINY, out, executor="inline", fresh="no"),
+     "fresh must be True or False, not 'no'"),
+    (lambda out: run_experiment("fig7", TINY, out, executor="inline", progress="no"),
+     "progress must be True or False or None, not 'no'"),
+    (lambda out: run_experiment("fig7", TINY, out, executor="bogus"), "unknown executor"),
+    (lambda out: run_experiment("fig7", TINY, out, report_only="no"),
+     "report_only must be True or False"),
+    (lambda out: run_experiment("fig7", TINY, out, cache=3), "the run cache must be a path"),
+    (lambda out: run_experiments(3, TINY, out), "names are a list of experiment names"),
+    (lambda out: run_experiments("fig7", TINY, out), "names are a list of experiment names"),
+    (lambda out: run_experiments(["fig7", "bogus"], TINY, out), "unknown experiment 'bogus'"),
+    (lambda out: run_all("abc", Cache(out / "c")), "specs are a list of RunSpec, got str"),
+    (lambda out: run_all([RunSpec()], "cache"), "cache is a psn.experiment.Cache, got str"),
+    (lambda out: run_all([RunSpec()], Cache(out / "c"), on_record=3), "on_record is a "
+                                                                      "function"),
+    (lambda out: execute_run("sim"), "spec is a dict of RunSpec fields"),
+    (lambda out: execute_run({"kind": "sim", "workers_": 2}), "a run spec has no field "
+                                                              "'workers_'"),
+    (lambda out: execute_run(RunSpec().to_dict(), version=3), "version is a string")])
+def test_the_experiment_functions_refuse_a_wrong_argument_before_any_output(tmp_path, call,
+                                                                            what):
+    """run_experiment took fresh="no" as true (every run made again) and progress="no" as
+    true (a bar), jobs="2" and an output, cache or cfg of the wrong kind ended in
+    TypeErrors and AttributeErrors, some after the output directory was claimed (made, with
+    its lock file); run_experiments(3) and run_all("abc") failed inside, execute_run("sim")
+    in a ValueError from dict()."""
+    out = tmp_path / "out"
+    with pytest.raises(psn.InputError, match=re.escape(what)):
+        call(out)
+    assert not out.exists()

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Iterable
 
-from ndlog.files import claimed_dir, require_parent
+from engine.options import require_flag
+from ndlog.errors import InputError
+from ndlog.files import claimed_dir, file_path, require_parent
 
-from .executor import EXECUTORS, Cache, run_all
+from .executor import EXECUTORS, Cache, check_run_settings, run_all
 from .figures import (EXPERIMENTS, SCALES, Claim, Config, Experiment, get_experiment,
                       make_config)
 from .report import ExperimentResult, write_experiment, write_index
@@ -68,13 +71,21 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
         another version of the code).
     """
     exp = get_experiment(name)
-    outdir = Path(output)
+    if not isinstance(cfg, Config):
+        raise InputError(f"cfg is a psn.experiment.Config (make_config builds one), got "
+                         f"{type(cfg).__name__} {cfg!r:.80}")
+    outdir = file_path(output, "experiment output")
+    check_run_settings(executor, jobs, fresh, progress)
+    require_flag(report_only, "report_only")
+    if not isinstance(command, str):
+        raise InputError(f"command is the command line (a str), got {type(command).__name__}")
     t0 = time.perf_counter()
     items = exp.plan(cfg)
     if report_only and not outdir.is_dir():
         _recorded(outdir, [i.spec for i in items])     # refused, without making the dir
     if cache is not None and not report_only:
-        require_parent(cache, "the run cache")     # before any run, not after the first
+        # before any run, not after the first
+        require_parent(file_path(cache, "run cache"), "the run cache")
     with _claimed(outdir, report_only):
         if report_only:
             records = _recorded(outdir, [i.spec for i in items])
@@ -98,7 +109,6 @@ def _claimed(outdir: Path, report_only: bool = False):
 def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
     """The records of ``specs`` from ``outdir/runs.json`` (``report_only``)."""
     import json
-    from ndlog.errors import InputError
     path = outdir / "runs.json"
     try:
         saved = json.loads(path.read_text())
@@ -146,8 +156,21 @@ def _previous_command(outdir: Path) -> str:
 def run_experiments(names: list[str], cfg: Config, output: str | Path, *,
                     command: str = "", **kw) -> tuple[list[ExperimentResult], Path]:
     """Run several experiments into ``output/NAME`` with one shared cache
-    (``output/cache``) and write ``output/index.md``."""
-    outdir = Path(output)
+    (``output/cache``) and write ``output/index.md``.
+
+    Raises
+    ------
+    InputError
+        For ``names`` that are not a list of experiment names, or an argument
+        :func:`run_experiment` refuses, before any experiment runs.
+    """
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise InputError(f"names are a list of experiment names, got {type(names).__name__} "
+                         f"{names!r:.80}")
+    names = list(names)
+    for n in names:
+        get_experiment(n)
+    outdir = file_path(output, "experiment output")
     kw.setdefault("cache", outdir / "cache")
     with _claimed(outdir):
         results = [run_experiment(n, cfg, outdir / n, command=command, **kw) for n in names]

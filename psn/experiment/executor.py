@@ -27,8 +27,9 @@ from contextlib import nullcontext
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
+from engine.options import require_callable, require_flag, require_whole
 from ndlog.errors import EvaluationError, InputError
 from ndlog.files import file_path, write_atomic
 from ndlog.signals import held
@@ -85,6 +86,25 @@ class Cache:
                      "the run cache file")
 
 
+def check_run_settings(executor, jobs, fresh, progress) -> None:
+    """Refuse the settings of :func:`run_all` that are not what it takes (an unknown
+    executor, ``jobs`` not a whole number >= 1, ``fresh`` or ``progress`` not a yes/no);
+    :func:`psn.experiment.run_experiment` checks them before it claims its output.
+
+    Raises
+    ------
+    InputError
+        Naming the setting and the value.
+    """
+    if not isinstance(executor, str) or executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r:.80}; one of {', '.join(EXECUTORS)}")
+    require_whole(jobs, "jobs (--jobs)")
+    if jobs < 1:
+        raise InputError(f"jobs (--jobs) must be at least 1, not {jobs}")
+    require_flag(fresh, "fresh")
+    require_flag(progress, "progress", optional=True)
+
+
 def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
             jobs: int = 1, address: str | None = None, fresh: bool = False,
             progress: bool | None = None, label: str = "runs",
@@ -110,11 +130,18 @@ def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
     on_record:
         Called with every record as it arrives (cached ones included).
     """
-    if executor not in EXECUTORS:
-        raise InputError(f"unknown executor {executor!r}; one of {', '.join(EXECUTORS)}")
-    if jobs < 1:
-        raise InputError(f"jobs (--jobs) must be at least 1, not {jobs}")
+    check_run_settings(executor, jobs, fresh, progress)
+    if not isinstance(cache, Cache):
+        raise InputError(f"cache is a psn.experiment.Cache, got {type(cache).__name__}")
+    require_callable(on_record, "on_record", "a function (spec, record)")
+    if isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Iterable):
+        raise InputError(f"specs are a list of RunSpec, got {type(specs).__name__} "
+                         f"{specs!r:.80}")
     unique = list(dict.fromkeys(specs))
+    for spec in unique:
+        if not isinstance(spec, RunSpec):
+            raise InputError(f"specs are a list of RunSpec, got {type(spec).__name__} "
+                             f"{spec!r:.80} in it")
     out: dict[RunSpec, dict] = {}
     todo = []
     for spec in unique:

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ndlog.errors import EvaluationError, PSNError
+from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.text import json_kind
 
 __all__ = ["RunSpec", "TimeBudgetExceeded", "Budget", "alarm", "execute_run", "code_version",
@@ -413,7 +413,23 @@ def execute_run(spec: dict, version: str | None = None) -> dict:
     ``trials`` (``nigam``), ``topology`` (nodes, links, summary), ``wall_s``, ``started``,
     ``finished``, ``key_version`` (the code version of the cache key), ``code_version``
     (of the code this process runs), ``git_describe``, ``machine`` and ``pid``.
+
+    Raises
+    ------
+    InputError
+        For a ``spec`` that is not a mapping of RunSpec fields, or a ``version`` that is not
+        a string, naming what it got.
     """
+    if not isinstance(spec, dict):
+        raise InputError(f"spec is a dict of RunSpec fields (RunSpec.to_dict()), got "
+                         f"{type(spec).__name__} {spec!r:.80}")
+    fields = [f.name for f in dataclasses.fields(RunSpec)]
+    unknown = [key for key in spec if key not in fields]
+    if unknown:
+        raise InputError(f"a run spec has no field {unknown[0]!r}",
+                         hint=f"its fields are {', '.join(fields)}")
+    if version is not None and not isinstance(version, str):
+        raise InputError(f"version is a string, got {type(version).__name__} {version!r:.80}")
     rs = RunSpec.from_dict(spec)
     version = version or code_version()
     # the code this process runs: a sweep's later runs start in fresh processes and read
@@ -425,7 +441,6 @@ def execute_run(spec: dict, version: str | None = None) -> dict:
               "status": STATUS_OK, "reason": None}
     t0 = time.perf_counter()
     if rs.kind not in ("sim", "nigam"):
-        from ndlog.errors import InputError
         raise InputError(f"unknown run kind {rs.kind!r}")
     record.update(_nigam_run(rs) if rs.kind == "nigam" else _sim_run(rs))
     record["wall_s"] = time.perf_counter() - t0
