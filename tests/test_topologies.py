@@ -716,3 +716,14 @@ def test_liu_params_checks_its_arguments_as_the_generators_do(args, what):
     with pytest.raises(InputError, match=re.escape(what)):
         topologies.liu_params(*args)
     assert topologies.liu_params(200.0) == topologies.liu_params(200)
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: topologies.make("dense", nodes=None), "topology gtitm: option nodes is None; it "
+                                                   "has no default"),
+    (lambda: topologies.ts_variant(None), "option nodes is None; it has no default")])
+def test_none_for_an_option_without_a_default_is_refused(call, what):
+    """make("dense", nodes=None) passed None on to ts_variant, whose nodes has no default,
+    and ended in "TypeError: '<' not supported between NoneType and int"."""
+    with pytest.raises(InputError, match=re.escape(what)):
+        call()

@@ -104,7 +104,8 @@ def checked(name: str):
     ``name``) before it runs, so that a call from Python is checked as ``make`` is; an
     unknown option or too many arguments is an InputError naming the generator's; and
     None is refused for a parameter whose default is not None (``seed=None`` would seed
-    the generator from the clock)."""
+    the generator from the clock) or, for an option of :data:`OPTION_KINDS`, that has no
+    default."""
     def wrap(fn):
         signature = inspect.signature(fn)
 
@@ -121,6 +122,10 @@ def checked(name: str):
                                  hint=hint) from None
             for key, value in bound.arguments.items():
                 default = signature.parameters[key].default
+                if value is None and default is inspect.Parameter.empty and \
+                        key in OPTION_KINDS:      # the generator names other values
+                    raise InputError(f"topology {name}: option {key} is None; it has no "
+                                     f"default", hint=f"give {key}={_example(key)}, say")
                 if value is None and default not in (None, inspect.Parameter.empty):
                     shown = f" ({default!r})" if len(repr(default)) <= 24 else ""
                     why = (", which seeds the generator: a graph made without a seed could "
