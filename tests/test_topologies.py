@@ -727,3 +727,17 @@ def test_none_for_an_option_without_a_default_is_refused(call, what):
     and ended in "TypeError: '<' not supported between NoneType and int"."""
     with pytest.raises(InputError, match=re.escape(what)):
         call()
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda: topologies.check_size("ring", "1G", n=10), "the memory limit is a whole number "
+                                                       "of bytes >= 0 or None, got '1G'"),
+    (lambda: topologies.check_size("ring", 1.5, n=10 ** 9), "the memory limit is a whole"),
+    (lambda: topologies.link_class(2.0, "T:0.1"), "a node name is a string, got float 2.0"),
+    (lambda: topologies.link_class("T:0.1", None), "a node name is a string, got NoneType")])
+def test_check_size_and_link_class_name_an_argument_of_the_wrong_kind(call, what):
+    """check_size("ring", "1G") was a TypeError from a comparison and check_size with a
+    float limit an AttributeError formatting it; link_class(2.0, ...) a TypeError from a
+    subscript."""
+    with pytest.raises(InputError, match=re.escape(what)):
+        call()

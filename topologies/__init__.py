@@ -165,8 +165,13 @@ def check_size(name: str, limit: int | None, *,
     Raises
     ------
     InputError
-        Naming the size, the estimate and the limit, with the fix.
+        Naming the size, the estimate and the limit, with the fix; or for a ``limit`` that
+        is not a whole number of bytes or None.
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 0):
+        raise InputError(f"the memory limit is a whole number of bytes >= 0 or None, got "
+                         f"{limit!r:.80}")
     need = estimate_bytes(name, **options)
     if not limit or need is None or need <= limit:
         return

@@ -72,7 +72,16 @@ def link_class(name_u: str, name_v: str) -> str:
     -------
     str
         ``"TT"``, ``"TS"`` or ``"SS"``; ``"LL"`` when either name has neither prefix.
+
+    Raises
+    ------
+    InputError
+        For a name that is not a string.
     """
+    for name in (name_u, name_v):
+        if not isinstance(name, str):
+            raise InputError(f"a node name is a string, got {type(name).__name__} "
+                             f"{name!r:.80}")
     a, b = name_u[:2], name_v[:2]
     if a not in ("T:", "S:") or b not in ("T:", "S:"):
         return "LL"
