@@ -160,6 +160,15 @@ def parse_burst_items(burst, program: A.Program | None = None
     return [parse_update(item, shapes) for item in burst]
 
 
+def _node_id(node_id):
+    """``node_id``, refused unless hashable: no location value is unhashable (a list in a
+    fact is a tuple), and the nodes are a dict."""
+    if not isinstance(node_id, Hashable):
+        raise InputError(f"a node is named by its location value, got "
+                         f"{type(node_id).__name__} {node_id!r:.80}")
+    return node_id
+
+
 class Network:
     """A PSN network running ``program`` (Nigam et al. 2012, Algorithm 1 per node).
 
@@ -266,8 +275,14 @@ class Network:
         return self.host.context_of(node_id)
 
     def node(self, node_id: Any) -> Node:
-        """The node for a location value (created on first use)."""
-        return self.host.node(node_id)
+        """The node for a location value (created on first use).
+
+        Raises
+        ------
+        InputError
+            For a ``node_id`` that is not hashable (no location value is).
+        """
+        return self.host.node(_node_id(node_id))
 
     # -- bursts --------------------------------------------------------------------------
     def insert(self, pred: str, tup: tuple) -> "Network":
@@ -399,10 +414,7 @@ class Network:
             location value is).
         """
         require_flag(hidden, "hidden")
-        if not isinstance(node_id, Hashable):
-            raise InputError(f"a node is named by its location value, got "
-                             f"{type(node_id).__name__} {node_id!r:.80}")
-        node = self.nodes.get(node_id)
+        node = self.nodes.get(_node_id(node_id))
         if node is None:
             return {}
         skip = set() if hidden else set(self.program.hidden)

@@ -433,12 +433,13 @@ def test_an_annotation_that_is_no_name_nor_scheme_is_refused(annotation):
 
 @pytest.mark.parametrize("node", [{"a": 1}, [1], {1}])
 def test_node_state_of_an_unhashable_node_is_refused(node):
-    """Network.node_state([1]) ended in 'TypeError: unhashable type: list' from the
-    nodes' dict; no location value is unhashable."""
+    """Network.node_state([1]) and Network.node([1]) ended in 'TypeError: unhashable
+    type: list' from the nodes' dict; no location value is unhashable."""
     net = psn.Network(REACHABLE, {"link": [(1, 2)]}).run()
-    with pytest.raises(InputError, match="a node is named by its location value, got "
-                                         f"{type(node).__name__}"):
-        net.node_state(node)
+    for call in (net.node_state, net.node):
+        with pytest.raises(InputError, match="a node is named by its location value, got "
+                                             f"{type(node).__name__}"):
+            call(node)
     assert net.node_state(3) == {} and net.node_state(1)["reachable"] == {(1, 2): (1,)}
 
 
