@@ -472,7 +472,7 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
     text:
         The program (rules, facts, ``materialize`` declarations).
     filename:
-        Named in error messages.
+        Named in error messages (a str, a path, or None).
     check:
         Run the static checks of :mod:`ndlog.checks` (default). Rewrite passes that build
         intermediate programs may turn this off.
@@ -496,6 +496,11 @@ def parse(text: str, filename: str | None = None, check: bool = True) -> A.Progr
         raise InputError(f"a program is NDlog text (a str), got {type(text).__name__}",
                          hint="for a file, use psn.load(path)")
     require_flag(check, "check")
+    if isinstance(filename, os.PathLike):
+        filename = os.fspath(filename)
+    if filename is not None and not isinstance(filename, str):
+        raise InputError(f"filename is the name errors give the text (a str) or None, got "
+                         f"{type(filename).__name__} {filename!r:.80}")
     items = _parse_tree(text, filename)
     program = _assemble(items, filename, text)
     if check:

@@ -411,6 +411,16 @@ def test_a_yes_or_no_parameter_takes_only_true_or_false(call, name):
     assert sim.steps == [] and net.relations(hidden=True)["reachable"] == {(1, 2)}
 
 
+@pytest.mark.parametrize("filename", [["p.ndl"], {"a": 1}, 3])
+def test_parse_refuses_a_filename_that_is_not_a_name(tmp_path, filename):
+    """psn.parse(text, filename=["p.ndl"]) kept the list as the program's file name: errors
+    began "['p.ndl']:1:34:" and a simulation's metrics file held it as the program."""
+    with pytest.raises(InputError, match="filename is the name errors give the text"):
+        psn.parse(REACHABLE, filename=filename)
+    program = psn.parse(REACHABLE, filename=tmp_path / "p.ndl")
+    assert program.filename == str(tmp_path / "p.ndl")
+
+
 def test_evaluate_takes_its_own_keywords_only():
     """psn.evaluate passed every other keyword on to ndlog.reference.evaluate: guard= was
     'ndlog.reference.evaluate() got multiple values for keyword argument guard' from
