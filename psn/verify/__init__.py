@@ -209,6 +209,7 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
         or a scheme the engine refuses on this program (unless ``unsafe``).
     """
     require_flag(fifo, "fifo", optional=True)
+    _require_seed(seed)             # before the problem's own checks, as every setting
     if not isinstance(scope, Scope):
         scope = Scope.parse(scope)
     if fifo is not None:
@@ -220,6 +221,11 @@ def verify(program, facts: Mapping[str, Iterable] | Iterable | None = None,
                           progress)
 
 
+def _require_seed(seed) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"seed is an integer, got {seed!r}")
+
+
 def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None = None,
                    seed: int = 0, jobs: int = 1, shrinking: bool = True,
                    progress: bool | None = None) -> VerifyResult:
@@ -227,8 +233,7 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
     if not isinstance(problem, Problem):
         raise InputError(f"problem is a psn.verify.Problem (Problem.make builds one), got "
                          f"{type(problem).__name__}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"seed is an integer, got {seed!r}")
+    _require_seed(seed)
     if budget is not None and not isinstance(budget, Budget):
         budget = Budget.parse(budget)
     require_flag(shrinking, "shrinking")
