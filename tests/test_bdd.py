@@ -329,6 +329,36 @@ def test_monotone_difference_in_one_pass_is_the_closure(seed):
             assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_upward_closure_in_one_pass_is_the_closure_variable_by_variable(seed):
+    """upward_closure (one pass over the nodes) equals the closure taken one variable at a
+    time, d |= x & d[x := false] for every variable, on random functions with negations
+    (an in-flight new & ~old among them); and the monotone difference taken through it
+    (every difference, PASS_LIMIT 0) equals monotone_diff_closure on random positive
+    formulas."""
+    rng = random.Random(seed)
+    ctx = BDDContext()
+    pool = [f"x{i}" for i in range(12)] + ["a1.2"]
+
+    def closure(f):
+        for v in pool:
+            f = f | ctx.var(v) & ctx.bdd.let({v: False}, f)
+        return f
+    for _ in range(60):
+        f = rand_any(ctx, rng, depth=6, pool=pool)
+        for g in (f, ~f, ctx.true, ctx.false):
+            assert ctx.upward_closure(g) == closure(g)
+    ctx.PASS_LIMIT = 0
+    for _ in range(60):
+        new_sets = rand_sets(rng, pool, max_terms=12, max_len=5)
+        old_sets = rand_sets(rng, pool, max_terms=8, max_len=4)
+        if rng.random() < 0.5:
+            old_sets += rng.sample(new_sets, len(new_sets) // 3)
+        new, old = ctx.from_sets(new_sets), ctx.from_sets(old_sets)
+        for n, o in ((new, old), (old, new), (new, ctx.false), (new, new | old)):
+            assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_disj_pairwise_is_the_or(seed):
     """disj ORs pairwise: the same function as ORing one operand at a time."""
