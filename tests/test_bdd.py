@@ -318,15 +318,21 @@ def test_monotone_difference_in_one_pass_is_the_closure(seed):
     rng = random.Random(seed)
     ctx = BDDContext()
     pool = [f"x{i}" for i in range(12)] + ["a1.2"]
-    for _ in range(80):
+    for new, old in _random_positive_pairs(ctx, rng, pool, 80):
+        for n, o in ((new, old), (old, new), (new, ctx.false), (ctx.true, old),
+                     (new, new | old)):
+            assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
+
+
+def _random_positive_pairs(ctx, rng, pool, count: int):
+    """``count`` pairs ``(new, old)`` of random positive formulas over ``pool`` (ORs of up
+    to 12 and 8 products), ``old`` holding a third of ``new``'s products half the time."""
+    for _ in range(count):
         new_sets = rand_sets(rng, pool, max_terms=12, max_len=5)
         old_sets = rand_sets(rng, pool, max_terms=8, max_len=4)
         if rng.random() < 0.5:
             old_sets += rng.sample(new_sets, len(new_sets) // 3)
-        new, old = ctx.from_sets(new_sets), ctx.from_sets(old_sets)
-        for n, o in ((new, old), (old, new), (new, ctx.false), (ctx.true, old),
-                     (new, new | old)):
-            assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
+        yield ctx.from_sets(new_sets), ctx.from_sets(old_sets)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -349,12 +355,7 @@ def test_upward_closure_in_one_pass_is_the_closure_variable_by_variable(seed):
         for g in (f, ~f, ctx.true, ctx.false):
             assert ctx.upward_closure(g) == closure(g)
     ctx.PASS_LIMIT = 0
-    for _ in range(60):
-        new_sets = rand_sets(rng, pool, max_terms=12, max_len=5)
-        old_sets = rand_sets(rng, pool, max_terms=8, max_len=4)
-        if rng.random() < 0.5:
-            old_sets += rng.sample(new_sets, len(new_sets) // 3)
-        new, old = ctx.from_sets(new_sets), ctx.from_sets(old_sets)
+    for new, old in _random_positive_pairs(ctx, rng, pool, 60):
         for n, o in ((new, old), (old, new), (new, ctx.false), (new, new | old)):
             assert ctx.monotone_diff(n, o) == ctx.monotone_diff_closure(n, o)
 
