@@ -449,6 +449,21 @@ def test_a_topology_too_big_for_the_memory_limit_is_refused_before_it_is_built(c
         topologies.check_size("line", 1 << 20, n=10000)
 
 
+@pytest.mark.parametrize("call", [
+    lambda: topologies.ring(10 ** 12),
+    lambda: topologies.make("line", n=10 ** 12),
+    lambda: topologies.random_graph(10 ** 6, m=10),
+    lambda: topologies.grid(10 ** 6, 10 ** 6)])
+def test_a_generator_called_from_python_refuses_a_graph_beyond_the_machine_s_memory(call):
+    """topologies.ring(10**12) from Python (no --max-memory there) built until the memory
+    ran out; the generators refuse what their estimate puts beyond this machine's memory,
+    before building anything."""
+    from topologies.checks import machine_memory
+    with pytest.raises(InputError, match="to build, over the memory limit of") as info:
+        call()
+    assert "this machine has" in info.value.hint and machine_memory() > 1 << 30
+
+
 def test_a_transit_stub_graph_too_big_for_the_memory_limit_is_refused_before_it_is_built(
         tmp_path, capsys):
     """psn topology gtitm --domains 100000, --stub-nodes 100000 or a spec file of that size

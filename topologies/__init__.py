@@ -133,6 +133,7 @@ def estimate_bytes(name: str, **options) -> int | None:
             params = TS100
         if not isinstance(params, TSParams):
             return None                             # the generator refuses it
+        params.check()                              # its counts are what is estimated
         count = num("count", 1) or 1                # graphs built at once (psn topology)
         nodes, links = params.total_nodes * count, ts_links(params) * count
     else:

@@ -16,10 +16,13 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 
 from ndlog.errors import InputError
+from ndlog.text import format_bytes
 
-__all__ = ["OPTION_KINDS", "BOOLEAN_WORDS", "check_options", "check_option", "checked"]
+__all__ = ["OPTION_KINDS", "BOOLEAN_WORDS", "check_options", "check_option", "checked",
+           "machine_memory"]
 
 #: ``option -> (kind, lowest, highest)``; the kind is ``int``, ``float``, ``bool`` or
 #: ``str``, and ``None`` is no bound. Options not listed (``params``, ``latencies``) are
@@ -133,6 +136,7 @@ def checked(name: str):
                     raise InputError(f"topology {name}: option {key} is None; leave it out "
                                      f"for its default{shown}{why}")
             bound.arguments.update(check_options(name, dict(bound.arguments)))
+            _check_machine_size(name, bound.arguments)
             return fn(*bound.args, **bound.kwargs)
         return call
     return wrap
@@ -146,3 +150,23 @@ def _example(key: str) -> str:
 def _shown(value) -> str:
     text = repr(value) if isinstance(value, str) else str(value)
     return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_machine_size(name: str, arguments) -> None:
+    """Refuse to build a graph that would not fit in this machine's memory by its
+    estimate (:func:`topologies.check_size`): ``topologies.ring(10**12)`` from Python would
+    otherwise build until the memory runs out. The command line checks against its lower
+    ``--max-memory`` first."""
+    limit = machine_memory()
+    if limit:
+        from . import check_size      # the package imports this module first
+        check_size(name, limit, hint=f"make it smaller: this machine has "
+                   f"{format_bytes(limit)} of memory", **arguments)
