@@ -168,5 +168,6 @@ def _check_machine_size(name: str, arguments) -> None:
     limit = machine_memory()
     if limit:
         from . import check_size      # the package imports this module first
+        options = {k: v for k, v in arguments.items() if k not in ("name", "limit", "hint")}
         check_size(name, limit, hint=f"make it smaller: this machine has "
-                   f"{format_bytes(limit)} of memory", **arguments)
+                   f"{format_bytes(limit)} of memory", **options)
