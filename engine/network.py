@@ -210,7 +210,7 @@ class Network:
                              contexts=contexts, placement=placement, unsafe=unsafe,
                              max_memory=max_memory, max_updates=max_updates)
         program = as_program(program)
-        require_callable(on_node, "on_node", "a function of the new Node")
+        require_callable(on_node, "on_node", "a function of the new Node", 1)
         from .transport import Transport
         if transport is not None and not isinstance(transport, Transport):
             raise InputError(f"transport is an engine.transport.Transport, got "
@@ -364,7 +364,8 @@ class Network:
             If the nodes sent more than ``max_updates`` updates without reaching quiescence.
         """
         require_whole(max_polls, "max_polls", optional=True)
-        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
+        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)",
+                         2)
         self.ledger.check()
         t0 = time.perf_counter()
         try:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -334,17 +335,41 @@ class Resolved:
         return out
 
 
-def require_callable(value, name: str, what: str) -> None:
-    """Refuse ``value`` unless it is None or callable (it would fail mid-run); ``what``
-    says what it should be (``"a function (result, simulation)"``).
+def require_callable(value, name: str, what: str, nargs: int | None = None,
+                     keywords: tuple[str, ...] = ()) -> None:
+    """Refuse ``value`` unless it is None or callable, and, given ``nargs``, callable with
+    ``nargs`` positional arguments and the ``keywords`` (it would fail mid-run, after the
+    work done so far); ``what`` says what it should be (``"a function (result,
+    simulation)"``). A callable whose signature Python cannot tell (some builtins) is
+    taken as it is.
 
     Raises
     ------
     InputError
         Naming the parameter ``name``, what it should be, and the value.
     """
-    if value is not None and not callable(value):
+    if value is None:
+        return
+    if not callable(value):
         raise InputError(f"{name} is {what}, got {type(value).__name__} {value!r:.80}")
+    if nargs is None:
+        return
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):     # no signature to read: the call will tell
+        return
+    try:
+        signature.bind(*range(nargs), **dict.fromkeys(keywords))
+    except TypeError as exc:
+        label = getattr(value, "__qualname__", None) or f"{value!r:.80}"
+        raise InputError(f"{name} is {what}, called as {_call_shape(nargs, keywords)}: "
+                         f"{label} cannot take that call ({exc})") from None
+
+
+def _call_shape(nargs: int, keywords: tuple[str, ...]) -> str:
+    """``f(a1, a2, aggsel=...)``: how a callback is called, for messages."""
+    return "f(" + ", ".join([f"a{i + 1}" for i in range(nargs)]
+                            + [f"{k}=..." for k in keywords]) + ")"
 
 
 def require_whole(value, name: str, optional: bool = False) -> None:

@@ -162,7 +162,8 @@ class Simulation:
         self.state_metrics = state_metrics
         self._state_cache: dict = {}      # state_figures' per node, between steps
         #: what :meth:`check` compares with (see ``reference``)
-        require_callable(reference, "reference", "a function evaluate(program, facts)")
+        require_callable(reference, "reference", "a function evaluate(program, facts)", 2,
+                         () if self.resolved.prunes else ("aggsel",))
         self.reference = reference or _python_reference
         arities = self.program.arities()
         self.link_arity = arities.get("link")
@@ -246,7 +247,7 @@ class Simulation:
         require_flag(check, "check")
         require_flag(progress, "progress", optional=True)
         require_whole(max_steps, "max_steps", optional=True)
-        require_callable(callback, "callback", "a function (result, simulation)")
+        require_callable(callback, "callback", "a function (result, simulation)", 2)
         workload = parse_workload(spec, self.topology)
         ctx = WorkloadContext(self.topology, self.base_facts(), self.workload_rng,
                               self.link_arity, self.cost, self.uses)
@@ -301,7 +302,8 @@ class Simulation:
         """
         require_at_least("advance (s)", advance, 0, duration=True)
         require_flag(check, "check")
-        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)")
+        require_callable(heartbeat, "heartbeat", "a function (deliveries, in_flight)",
+                         2)
         if not isinstance(label, str):
             raise InputError(f"label is a string, got {type(label).__name__} {label!r:.80}")
         if updates is not None:

@@ -896,6 +896,41 @@ def test_callbacks_transports_and_bounds_of_the_wrong_kind_are_named_before_a_ru
     assert net.run(max_polls=100).relations()["reachable"] == {(1, 2)}
 
 
+def test_callbacks_that_cannot_take_their_call_are_refused_before_a_run(tmp_path):
+    """A callback of the wrong shape failed only when first called: a Simulation's
+    ``callback=lambda result: ...`` after the first step's work, a ``reference`` without
+    ``aggsel`` at the first check of a run that prunes nothing."""
+    from engine import Network
+    from psn.experiment.executor import Cache, run_all
+    from sim import Simulation
+    net = Network(REACHABLE, {"link": [(1, 2)]})
+    sim = Simulation(REACHABLE, "ring")
+    tries = [(lambda: Network(REACHABLE, on_node=lambda: None),
+              r"on_node is a function of the new Node, called as f\(a1\): .*<lambda> cannot "
+              r"take that call \(too many positional arguments\)"),
+             (lambda: net.run(heartbeat=lambda deliveries: None),
+              r"heartbeat is a function \(deliveries, in_flight\), called as f\(a1, a2\)"),
+             (lambda: sim.run_workload("all", callback=lambda result: None),
+              r"callback is .*, called as f\(a1, a2\)"),
+             (lambda: sim.run_workload("all", callback=lambda r, s, extra: None),
+              r"missing a required argument: 'extra'"),
+             (lambda: sim.step(insert={"link": [(0, 1)]}, heartbeat=lambda: None),
+              r"heartbeat is a function \(deliveries, in_flight\)"),
+             (lambda: Simulation(REACHABLE, "ring", aggsel="off",
+                                 reference=lambda program, facts: {}),
+              r"reference is .*, called as f\(a1, a2, aggsel=...\): .* unexpected keyword"),
+             (lambda: run_all([], Cache(tmp_path), on_record=lambda spec: None),
+              r"on_record is a function \(spec, record\), called as f\(a1, a2\)")]
+    for attempt, what in tries:
+        with pytest.raises(InputError, match=what):
+            attempt()
+    assert sim.steps == []
+    # what the calls can take is accepted: defaults, *args, builtins without a signature
+    Simulation(REACHABLE, "ring", reference=lambda program, facts, aggsel=True: {})
+    assert sim.run_workload("insert", callback=lambda *args: None)[-1].label == "insert 1"
+    assert net.run(heartbeat=lambda d, n, extra=0: None).relations()["reachable"] == {(1, 2)}
+
+
 def test_multiset_of_a_relation_the_program_does_not_have_is_named():
     """multiset("lnk") was {}, as for a relation with no tuples."""
     from engine import Network

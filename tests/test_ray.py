@@ -427,6 +427,7 @@ def test_bad_worker_counts_are_input_errors(ray_pool):
     (lambda: RayNetwork(REACH, workers=0), "number of workers must be a positive integer"),
     (lambda: RayNetwork(REACH, workers=1, placement={1: 5}), "placed on worker 5"),
     (lambda: RayNetwork(REACH, on_node=3), "on_node is a function"),
+    (lambda: RayNetwork(REACH, on_node=lambda: None), r"on_node .*called as f\(a1\)"),
     (lambda: RayNetwork(REACH, max_recoveries="x"), "max_recoveries is a whole number"),
     (lambda: RayNetwork(REACH, pool=4), "pool is a WorkerPool, got int"),
     (lambda: RayNetwork(REACH, options=RunOptions(delivery="fifo")),

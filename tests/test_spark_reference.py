@@ -344,7 +344,9 @@ def test_a_master_url_spark_would_not_take_is_refused_before_a_jvm_starts(master
     (dict(master=["local[1]"]), r"not a Spark master URL: \['local\[1\]'\]"),
     (dict(session="local"), "session is a pyspark.sql.SparkSession, got str"),
     (dict(stats={}), "stats is a psn.batch.SparkStats, got dict"),
-    (dict(progress=3), "progress is a function")])
+    (dict(progress=3), "progress is a function"),
+    (dict(progress=lambda predicates, rounds: None),
+     r"progress is .*called as f\(a1, a2, a3\): .*cannot take that call")])
 def test_the_spark_reference_names_an_option_of_the_wrong_kind(options, what):
     """master=3 was a TypeError from the master URL's regular expression, session="local"
     an AttributeError ('str' object has no attribute 'conf'), stats={} an AttributeError

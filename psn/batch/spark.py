@@ -121,7 +121,8 @@ def evaluate_spark(program: A.Program, facts: Mapping[str, Iterable] | None = No
     as batch jobs; aggregate selection after Liu et al. (ICDE 2009), Sec. 6.
     """
     from engine.options import require_callable
-    require_callable(progress, "progress", "a function (predicates, round, added)")
+    require_callable(progress, "progress", "a function (predicates, round, added)",
+                     3)
     if stats is not None and not isinstance(stats, SparkStats):
         raise InputError(f"stats is a psn.batch.SparkStats, got {type(stats).__name__} "
                          f"{stats!r:.80}")

@@ -226,7 +226,7 @@ class RayNetwork:
         self.injector = Injector(program, self.program, self.resolved.scheme,
                                  self._contexts, self.resolved)
         self._codec = Codec(self.resolved.scheme)
-        require_callable(on_node, "on_node", "a function of the new Node")
+        require_callable(on_node, "on_node", "a function of the new Node", 1)
         require_whole(max_recoveries, "max_recoveries")
         if facts is not None and not isinstance(facts, Mapping):
             raise InputError(f"facts must be a mapping of predicate -> tuples, got "
@@ -332,7 +332,8 @@ class RayNetwork:
         EvaluationError
             If a worker failed with an error, or failed more than ``max_recoveries`` times.
         """
-        require_callable(heartbeat, "heartbeat", "a function (received, in_flight)")
+        require_callable(heartbeat, "heartbeat", "a function (received, in_flight)",
+                         2)
         t0 = time.perf_counter()
         self.start()
         while True:

@@ -133,7 +133,7 @@ def run_all(specs: Iterable[RunSpec], cache: Cache, *, executor: str = "local",
     check_run_settings(executor, jobs, fresh, progress)
     if not isinstance(cache, Cache):
         raise InputError(f"cache is a psn.experiment.Cache, got {type(cache).__name__}")
-    require_callable(on_record, "on_record", "a function (spec, record)")
+    require_callable(on_record, "on_record", "a function (spec, record)", 2)
     if isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Iterable):
         raise InputError(f"specs are a list of RunSpec, got {type(specs).__name__} "
                          f"{specs!r:.80}")
