@@ -330,7 +330,8 @@ def test_embedded_programs_are_the_reference_programs():
     assert rules(PROGRAMS["shortest_path"]) == \
         rules((ROOT / "examples/shortest_path.ndl").read_text())
     assert rules(PROGRAMS["region"]) == \
-        rules((ROOT / "tests/programs/region/program.ndl").read_text())
+        rules((ROOT / "tests/programs/region/program.ndl").read_text()) == \
+        rules((ROOT / "examples/region.ndl").read_text())
 
 
 def test_cli_lists_runs_and_rejects(tmp_path, capsys):

@@ -48,7 +48,7 @@ sp7 shortestCheapestPath(@S, D, P1, C, P2, L) :- cheapestPath(@S, D, P1, C),
                                                  fewestHops(@S, D, P2, L).
 """
 
-#: Liu et al. Query 3 (tests/programs/region/program.ndl)
+#: Liu et al. Query 3 (examples/region.ndl, tests/programs/region/program.ndl)
 REGION = """\
 // Largest region of triggered sensors (Liu et al., ICDE 2009, Query 3).
 g1 activeRegion(@X, R) :- seed(@X, R), isTriggered(@X).
