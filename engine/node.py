@@ -622,17 +622,24 @@ class Node:
     def _pick_all(self, queue: list, picked: list) -> None:
         """Batched pick (the hot loop of :meth:`_pick`, with its lookups hoisted). A
         scheme whose annotation is presence alone (``presence_only``, set semantics) has
-        its insertions picked here without a call: news iff the fact is absent."""
+        its insertions picked here without a call: news iff the fact is absent. So has an
+        insertion of an absent fact whose annotation is of the scheme's ``fresh_type``
+        (absorption's single derivation while nothing is zeroed): stored and fired as it
+        came. That type is asked again after anything that may zero variables (a
+        deletion, a waiting update retried)."""
         nu, state, waiting, touched = self.nu, self.state, self.waiting, self._touched
         scheme, ctx = self.scheme, self.ctx
         pick = scheme.pick
         present = scheme.fixed_annotation if scheme.presence_only else None
+        as_came = scheme.fresh_type(ctx) if present is None else None
         processed = 0
         for upd in queue:
             sign, pred, tup, ann = upd
             over = nu.get(pred)
             if over is None:
                 self._pick(upd, picked, True)
+                if sign < 0:                    # it may have zeroed variables
+                    as_came = scheme.fresh_type(ctx)
                 continue
             if present is not None and sign > 0:
                 fresh = over[tup] is None if tup in over else tup not in state[pred]
@@ -645,6 +652,18 @@ class Node:
                 if waiting and (pred, tup) in waiting:
                     for w in waiting.pop((pred, tup)):
                         self._pick(w, picked, True)
+                continue
+            if type(ann) is as_came and sign > 0 and tup not in over and \
+                    tup not in state[pred]:     # absent: stored and fired as it came
+                if not over:
+                    touched.append(pred)
+                over[tup] = ann
+                processed += 1
+                picked.append(upd)
+                if waiting and (pred, tup) in waiting:
+                    for w in waiting.pop((pred, tup)):
+                        self._pick(w, picked, True)
+                    as_came = scheme.fresh_type(ctx)
                 continue
             if tup in over:
                 res = pick(ctx, (pred, tup), over[tup], sign, ann, True)
@@ -660,9 +679,12 @@ class Node:
             processed += 1
             if delta is not _NO_FIRE:       # the update itself when it fires as it came
                 picked.append(upd if delta is ann else (sign, pred, tup, delta))
-            if sign > 0 and waiting and (pred, tup) in waiting:
+            if sign < 0:
+                as_came = scheme.fresh_type(ctx)
+            elif waiting and (pred, tup) in waiting:
                 for w in waiting.pop((pred, tup)):
                     self._pick(w, picked, True)
+                as_came = scheme.fresh_type(ctx)
         self.metrics.updates_processed += processed
 
     def _pick(self, upd: Update, picked: list, batch: bool) -> None:

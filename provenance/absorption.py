@@ -520,6 +520,12 @@ class AbsorptionScheme(AnnotationScheme):
         return Zeroing(names) if ctx.minship else Zeroing(names, stored)
 
     # -- transitions ---------------------------------------------------------------------
+    def fresh_type(self, ctx) -> type | None:
+        """A single derivation (a :data:`Cube`) of an absent fact is stored and fired as
+        it came while the node has zeroed no insertion id and holds no facts for
+        aggregate selection (:meth:`pick`'s first case)."""
+        return tuple if not ctx.zids and ctx.holders is None else None
+
     def pick(self, ctx, fact, stored, sign: int, ann, owned: bool = False):
         """Insertion: store ``old | new`` (``new`` restricted by the zeroed variables),
         fire the monotone difference of ``new`` and ``old`` when not false. Deletion:

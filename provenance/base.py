@@ -319,6 +319,14 @@ class AnnotationScheme:
         return 0 if stored is None else 1
 
     # -- transitions ---------------------------------------------------------------------
+    def fresh_type(self, ctx) -> type | None:
+        """The type of the annotations that :meth:`pick` stores and fires as they came
+        when inserted for an absent fact (``pick(ctx, fact, None, 1, ann) == (ann, ann)``
+        for every ``ann`` of that type, with ``ctx`` as it is now), or None. The engine
+        then picks such insertions without calling :meth:`pick`; it asks once per batch
+        (the answer may change as the node zeroes variables). Default None."""
+        return None
+
     def pick(self, ctx, fact: Fact, stored, sign: int, ann, owned: bool = False):
         """Pick an update ``<sign, fact, ann>`` against the fact's current ν value.
 

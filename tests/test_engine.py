@@ -409,6 +409,69 @@ def test_set_insertions_picked_without_the_scheme_as_the_scheme_picks_them():
     assert waited and derived > 5
 
 
+def test_absorption_insertions_picked_without_the_scheme_as_the_scheme_picks_them():
+    """Under absorption a node stores and fires a single derivation of an absent fact
+    itself (the scheme's ``fresh_type``) until a deletion zeroes variables at the node.
+    On a seeded stream of batches of base insertions and deletions (one batch can delete
+    a link and insert a derivation through it), it steps exactly as a node that asks the
+    scheme for every pick: the same updates out, state and counts."""
+    from provenance.absorption import AbsorptionScheme
+
+    class AskingAbsorption(AbsorptionScheme):
+        def fresh_type(self, ctx):              # every pick asked of the scheme
+            return None
+
+    program = prepare(psn.parse("t1 tc(X, Y) :- edge(X, Y).\n"
+                                "t2 tc(X, Y) :- tc(X, Z), edge(Z, Y)."))
+    schemes = (AbsorptionScheme(), AskingAbsorption())
+    fast, ref = (Node("n", program, s, s.context("n", s.shared_context())) for s in schemes)
+
+    def wire(node, updates):
+        return [(dst, (sign, pred, tup, node.scheme.serialize(node.ctx, ann)))
+                for dst, (sign, pred, tup, ann) in updates]
+
+    # a link's deletion, then a derivation through it in the same batch: not stored
+    for node in (fast, ref):
+        node.receive((1, "edge", (0, 1), (1,)))
+        node.step()
+        node.receive((-1, "edge", (0, 1), (1,)))
+        node.receive((1, "tc", (0, 2), (1, 2)))
+        node.step()
+        assert node.state["tc"] == {}
+    rng = random.Random(5)
+    live: dict = {}
+    seq = 1
+    pending: list = [[], []]        # each node's own derivations, delivered late at random
+    for step in range(80):
+        base = []
+        for _ in range(rng.randint(0, 3) if step < 60 else 0):
+            edge = tuple(rng.sample(range(5), 2))
+            if edge in live and rng.random() < 0.4:
+                base.insert(0, (-1, "edge", edge, (live.pop(edge),)))   # deletions first
+            elif edge not in live:
+                seq += 1
+                live[edge] = seq
+                base.append((1, "edge", edge, (seq,)))
+        late = pending[0]
+        chosen = set(rng.sample(range(len(late)), rng.randint(0, len(late))) if step < 60
+                     else range(len(late)))
+        outs = []
+        for i, node in enumerate((fast, ref)):
+            for upd in base + [u for j, u in enumerate(pending[i]) if j in chosen]:
+                node.receive(upd)
+            pending[i] = [u for j, u in enumerate(pending[i]) if j not in chosen]
+            outs.append(node.step())
+            pending[i] += [upd for _, upd in outs[-1]]
+        assert wire(fast, outs[0]) == wire(ref, outs[1])
+    assert not pending[0]
+    for node in (fast, ref):
+        node.tables = {p: {t: node.scheme.serialize(node.ctx, a) for t, a in rows.items()}
+                       for p, rows in node.state.items()}
+    assert fast.tables == ref.tables and fast.tables["tc"]
+    assert fast.metrics.updates_processed == ref.metrics.updates_processed
+    assert fast.ctx.zids
+
+
 def test_string_program_and_burst_strings():
     net = Network("p(@X, Y) :- q(@X, Y), Y > 2.", annotation="set")
     net.apply(["q(@n, 1)", "+q(@n, 3)", ("+", "q", ("m", 5))]).run()

@@ -208,9 +208,41 @@ def test_presence_only_insertions_pick_as_declared(name):
         assert s.pick(ctx, fact, one, 1, s.sample_update(ctx, rng)) == (one, NO_FIRE)
 
 
+def _fresh_typed_schemes() -> list[str]:
+    return [n for n in scheme_names()
+            if type(get_scheme(n)).fresh_type is not AnnotationScheme.fresh_type]
+
+
+@pytest.mark.parametrize("name", _fresh_typed_schemes())
+def test_fresh_type_insertions_pick_as_they_came(name):
+    """An insertion of an absent fact whose annotation is of the scheme's ``fresh_type``
+    is stored and fired as it came, which the engine then does without calling ``pick``,
+    also after deletions have zeroed variables at the node (the type is asked again)."""
+    s = get_scheme(name)
+    rng = random.Random(f"fresh-{name}")
+    checked = zeroed = 0
+    for _ in range(SAMPLES // 3):              # a node: insertions, a deletion, insertions
+        ctx = s.context("n0", s.shared_context())
+        for j in range(30):
+            ann = s.sample_update(ctx, rng)
+            if j == 15:                         # a deletion zeroes what it names
+                stored = _stored(s, ctx, rng, ("b", (j,)))
+                if stored is not None:
+                    s.pick(ctx, ("b", (j,)), stored, -1, ann)
+                    zeroed += 1
+                continue
+            if type(ann) is not s.fresh_type(ctx):
+                continue
+            new, delta = s.pick(ctx, ("b", (j,)), None, 1, ann)
+            assert new is ann and delta is ann
+            checked += 1
+    assert checked >= SAMPLES and zeroed > 0
+
+
 def test_registry():
     assert "absorption" in _paired_schemes()
     assert _presence_schemes() == ["set"]
+    assert _fresh_typed_schemes() == ["absorption"]
 
     assert {"set", "derivation"} <= set(scheme_names())
     assert isinstance(get_scheme("set"), AnnotationScheme)
