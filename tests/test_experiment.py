@@ -177,6 +177,39 @@ def test_a_cached_run_is_not_recomputed(swept, tmp_path):
     assert record["spec"]["seed"] == 99 and cache.get(new)["key"] == record["key"]
 
 
+def test_a_run_made_by_other_code_than_its_key_names_is_not_reused(swept, tmp_path):
+    """A sweep computes its keys with the code version at its start; a run's process reads
+    the source again. A run made after an edit to the engine was cached under the key of
+    the code before it, and reused once the edit was undone: a sweep of the clean tree
+    reported a simulated convergence time 5 times the true one (per-update time edited
+    during the sweep), the report naming only the edited version. Such a record is now
+    rerun, and the report says which runs ran other code than their keys name."""
+    spec = [i.spec for i in EXPERIMENTS["fig13"].plan(TINY)][0]
+    cache = Cache(tmp_path / "cache", version="git 0000000")   # the version at the start
+    made = run_all([spec], cache, executor="inline", progress=False)[spec]
+    assert made["key_version"] == "git 0000000" != made["code_version"]
+    assert cache.get(spec) is None
+    stale = json.loads(cache.path(spec).read_text())
+    cache.path(spec).write_text(json.dumps({**stale, "pid": 0}))
+    again = run_all([spec], cache, executor="inline", progress=False)[spec]
+    assert again["pid"] == os.getpid()                  # made again, not the cached one
+    # the report names the runs that ran other code than their keys
+    out, _, _ = swept
+    runs = json.loads((out / "fig13" / "runs.json").read_text())
+    for r in runs[:2]:
+        r["key_version"] = "git 0000000"
+    (tmp_path / "fig13").mkdir()
+    (tmp_path / "fig13" / "runs.json").write_text(json.dumps(runs))
+    report = run_experiment("fig13", TINY, tmp_path / "fig13", report_only=True).report
+    assert ("**2 runs ran other code than the version git 0000000 of their cache keys**"
+            in report.read_text())
+    runs[0]["key_version"] = runs[0]["code_version"]
+    (tmp_path / "fig13" / "runs.json").write_text(json.dumps(runs))
+    report = run_experiment("fig13", TINY, tmp_path / "fig13", report_only=True).report
+    assert "**1 run ran other code than the version git 0000000 of its cache key**" in \
+        report.read_text()
+
+
 def test_a_pool_process_freezes_what_its_run_left_and_records_the_same(swept, tmp_path):
     """The local executor's processes exit after one run each, and freeze what the run left
     first, so that the interpreter's last collection does not traverse it; the record is

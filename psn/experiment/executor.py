@@ -65,13 +65,18 @@ class Cache:
         return self.dir / f"{spec.key(self.version)}.json"
 
     def get(self, spec: RunSpec) -> dict | None:
-        """The cached record of ``spec``, or None (a damaged file counts as missing)."""
+        """The cached record of ``spec``, or None: a damaged file counts as missing, and so
+        does a record whose process ran other code than the version its key names (the
+        source changed while its sweep ran: the code that made it is no longer that
+        version's)."""
         p = self.path(spec)
         try:
             record = json.loads(p.read_text())
         except (OSError, ValueError):
             return None
         if record_problem(record) or record.get("spec") != spec.to_dict():
+            return None
+        if record.get("code_version", self.version) != self.version:
             return None
         return record
 

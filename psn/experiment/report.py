@@ -161,7 +161,7 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               + (f"; tree: {', '.join(trees)}" if trees else "")
               + ("; the code changed while the runs were made" if len(versions) > 1
                  else "; the tree changed while the runs were made" if len(trees) > 1
-                 else "") + ")",
+                 else "") + ")" + _other_code(records),
               f"- Scale: {cfg.scale}: {cfg.runs} repetitions (seeds {cfg.seed}.."
               f"{cfg.seed + cfg.runs - 1}), budget per run {fmt(cfg.time_budget)} s and "
               f"{fmt(cfg.memory_budget / 2**30)} GiB; topology seed {cfg.topology_seed}",
@@ -209,6 +209,22 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               "per-step figures;",
               "- one PNG and one SVG per panel.", ""]
     return "\n".join(lines)
+
+
+def _other_code(records: list[dict]) -> str:
+    """What the report says of the runs whose process ran other code than the version their
+    cache keys name (the source changed after the sweep computed its keys): the cache does
+    not reuse them."""
+    keys = sorted({r["key_version"] for r in records if r.get("key_version")
+                   and r.get("code_version") and r["code_version"] != r["key_version"]})
+    if not keys:
+        return ""
+    n = sum(1 for r in records if r.get("key_version") in keys
+            and r.get("code_version") != r["key_version"])
+    return (f"; **{count_noun(n, 'run')} ran other code than the version "
+            f"{', '.join(keys)} of {'its' if n == 1 else 'their'} cache "
+            f"{'key' if n == 1 else 'keys'}**: the source changed during the sweep (the run "
+            f"cache does not reuse such a run; the same command runs it again)")
 
 
 def _cell(text: str) -> str:
