@@ -252,6 +252,27 @@ def test_report_only_rebuilds_from_runs_json(swept, tmp_path):
         run_experiment("fig13", make_config("tiny", seed=5), out / "fig13", report_only=True)
 
 
+def test_report_only_takes_the_memory_budget_of_the_runs(swept, tmp_path, capsys):
+    """The default memory budget per run is a share of the machine's memory divided by
+    --jobs, which --report-only refuses: a report made with `--jobs 4` here (2.94 GiB per
+    run), or on a machine with less memory, could not be rebuilt ("12 of the experiment's
+    12 runs are not in runs.json"), whose hint, to use the options of the run, asked for
+    the --jobs it refuses. Without --max-memory it takes the runs' budget."""
+    out, _, _ = swept
+    runs = json.loads((out / "fig13" / "runs.json").read_text())
+    for r in runs:
+        r["spec"]["memory_budget"] = 3 << 30
+    (tmp_path / "fig13").mkdir()
+    (tmp_path / "fig13" / "runs.json").write_text(json.dumps(runs))
+    argv = ["experiment", "fig13", "--tiny", "--report-only", "-o", str(tmp_path / "fig13")]
+    assert psn_main(argv) == 0
+    assert "budget per run 10.0 s and 3.00 GiB" in (tmp_path / "fig13" / "report.md").read_text()
+    capsys.readouterr()
+    # a budget given is the one looked for
+    assert psn_main([*argv, "--max-memory", "2G"]) == 2
+    assert "12 of the experiment's 12 runs are not in" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("damage, what", [
     (lambda r: r["steps"][0].update(bytes_sent="x"), "the 'bytes_sent' of its step 0 is a "
      "JSON string \"x\""),

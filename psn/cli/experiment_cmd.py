@@ -69,7 +69,8 @@ def register(subparsers) -> None:
                         f"{SCALES['quick']['time_budget']:g})")
     p.add_argument("--max-memory", metavar="SIZE",
                    help="resident memory per run, e.g. 4G, at least 64M (default: the "
-                        "smaller of 4 GiB and half the machine's memory divided by --jobs)")
+                        "smaller of 4 GiB and half the machine's memory divided by --jobs; "
+                        "with --report-only, the runs' own)")
     p.add_argument("--fresh", action="store_true", help="rerun cached runs")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: rebuild rows, summary, figures and report from the "
@@ -96,11 +97,18 @@ def _time_budget(args) -> float | None:
 
 def _memory(args) -> int:
     """``--max-memory`` in bytes (:func:`engine.guards.parse_memory`, the rule of ``psn run
-    --max-memory``), or the default share of this machine's memory per job."""
+    --max-memory``), or the default share of this machine's memory per job; with
+    ``--report-only``, the memory budget the recorded runs had, when they agree on one (the
+    default share depends on ``--jobs``, which ``--report-only`` refuses, and on the
+    machine)."""
     from engine.guards import MIN_MEMORY, parse_memory, physical_memory
     from ndlog.errors import InputError
     if args.max_memory:
         return parse_memory(args.max_memory)
+    if args.report_only:
+        recorded = _recorded_memory(args)
+        if recorded is not None:
+            return recorded
     phys = physical_memory() or 8 << 30
     share = int(min(4 << 30, phys // 2 // max(1, args.jobs)))
     if share < MIN_MEMORY:
@@ -108,6 +116,34 @@ def _memory(args) -> int:
                          f"{MIN_MEMORY >> 20} MiB of this machine's memory",
                          hint="use fewer --jobs, or give --max-memory")
     return share
+
+
+def _recorded_memory(args) -> int | None:
+    """The memory budget of every run in the ``runs.json`` that ``--report-only`` reads
+    (``--output``, or each experiment's directory under it for ``all``), if they share
+    one that a run can have; else None (the runs are then looked for with the default
+    budget, and the experiment names what is missing)."""
+    import json
+    from pathlib import Path
+    from engine.guards import MIN_MEMORY
+    from psn.experiment.figures import EXPERIMENTS
+    out = Path(args.output or ("experiments" if args.name == "all"
+                               else f"experiments/{args.name}"))
+    paths = [out / n / "runs.json" for n in EXPERIMENTS] if args.name == "all" \
+        else [out / "runs.json"]
+    budgets = set()
+    for path in paths:
+        try:
+            runs = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for r in runs if isinstance(runs, list) else ():
+            spec = r.get("spec") if isinstance(r, dict) else None
+            budget = spec.get("memory_budget") if isinstance(spec, dict) else None
+            if (isinstance(budget, int) and not isinstance(budget, bool)
+                    and (budget == 0 or budget >= MIN_MEMORY)):
+                budgets.add(budget)
+    return budgets.pop() if len(budgets) == 1 else None
 
 
 def _refuse_ignored(args) -> None:
