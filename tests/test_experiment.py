@@ -282,10 +282,18 @@ def test_report_only_takes_the_memory_budget_of_the_runs(swept, tmp_path, capsys
     (lambda r: r.update(status=None), "its 'status' is a JSON null"),
     (lambda r: r.update(status="done"), "its status 'done' is not ok, dnf or refused"),
     (lambda r: r.pop("key"), "it has no 'key'"),
-    (lambda r: r.update(topology={"nodes": "100"}), "its 'topology' has no whole number")])
+    (lambda r: r.update(topology={"nodes": "100"}), "its 'topology' has no whole number"),
+    (lambda r: r.update(wall_s=None), "its 'wall_s' is a JSON null"),
+    (lambda r: r.update(code_version=None), "its 'code_version' is a JSON null"),
+    (lambda r: r.update(started=None), "its 'started' is a JSON null"),
+    (lambda r: r["topology"].update(links="193"), "its 'topology' has no whole number"),
+    (lambda r: r["topology"].update(nodes=-100), "its 'topology' has no whole number")])
 def test_report_only_refuses_a_damaged_run_record(tmp_path, capsys, damage, what):
     """Each was a traceback from deep in the report (KeyError, TypeError, an
-    OverflowError in the summary's variance); the cache took such a record as a run."""
+    OverflowError in the summary's variance); the cache took such a record as a run. A
+    null wall_s or code_version (which execute_run never writes) passed the check and
+    ended in a TypeError of the report's sums and sorting; a topology's links of "193"
+    made the rows' link_tuples "193193", and nodes of -100 a negative state per node."""
     runs = json.loads((ROOT / "docs/experiments/quick/fig7/runs.json").read_text())
     damage(runs[1])
     out = tmp_path / "fig7"

@@ -62,9 +62,9 @@ STEP_FIELDS = ("index", "label", "inserted", "deleted", "sim_time", "wall_time",
 #: (None: the field may be null)
 _RECORD_FIELDS = {"key": (str,), "status": (str,), "reason": (str, None),
                   "topology": (dict, None), "steps": (list,), "trials": (list,),
-                  "example": (str,), "started": (str, None), "finished": (str, None),
-                  "code_version": (str, None), "key_version": (str, None),
-                  "git_describe": (str, None), "wall_s": (float, None), "machine": (dict, None),
+                  "example": (str,), "started": (str,), "finished": (str,),
+                  "code_version": (str,), "key_version": (str,),
+                  "git_describe": (str, None), "wall_s": (float,), "machine": (dict,),
                   "dnf_step": (int, None), "pid": (int, None)}
 
 #: the fields of a step that are no number
@@ -101,8 +101,11 @@ def record_problem(record) -> str | None:
         if trial["outcome"] not in OUTCOMES:
             return f"its trial {i} has the outcome {trial['outcome']!r}"
     topo = record.get("topology") or {}
-    if not _is(topo.get("nodes"), (int, None)) or not _is(topo.get("summary"), (str, None)):
-        return "its 'topology' has no whole number of nodes or no summary"
+    nodes, links = topo.get("nodes"), topo.get("links")
+    if (not _is(nodes, (int, None)) or not _is(links, (int, None))
+            or not _is(topo.get("summary"), (str, None))
+            or (nodes is not None and nodes < 1) or (links is not None and links < 0)):
+        return "its 'topology' has no whole number of nodes or of links, or no summary"
     return None
 
 
