@@ -333,6 +333,32 @@ def test_a_run_over_budget_is_in_the_data(tmp_path):
     assert matplotlib.image.imread(tmp_path / "fig7" / "fig7-communication.png").ndim == 3
 
 
+def test_a_stopped_run_says_why_once_and_a_fault_is_no_stop():
+    """A worked example's run over its time budget was recorded with the reason "time
+    budget: error: over the time budget of 0.01 s" (the error's rendered text, not its
+    message), unlike every other run. And any error of the engine that mentioned
+    quiescence counted as a run without quiescence ("did not finish", data): the engine's
+    "invariant violated: ... at quiescence" and an error whose hint said the word. They
+    are faults, and stop the sweep."""
+    from ndlog.errors import EvaluationError
+    from engine.network import NotConvergedError
+    from psn.experiment.runs import _stop_reason
+    spec = RunSpec(kind="nigam", program="cycle", topology=None, workload="",
+                   annotation="counting", unsafe=True, trials=50, time_budget=0.01)
+    record = execute_run(spec.to_dict())
+    assert record["status"] == "dnf"
+    assert record["reason"] == "time budget: over the time budget of 0.01 s"
+    assert _stop_reason(EvaluationError("no quiescence after 5 deliveries")) == \
+        ("dnf", "no quiescence: no quiescence after 5 deliveries")
+    assert _stop_reason(NotConvergedError(9, None))[0] == "dnf"
+    for fault in (EvaluationError("engine invariant violated: relative provenance kept an "
+                                  "edge of deleted fact p(1) at quiescence"),
+                  EvaluationError("a deletion lost its occurrence", hint="at quiescence")):
+        with pytest.raises(EvaluationError) as err:
+            _stop_reason(fault)
+        assert err.value is fault
+
+
 def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
     """The time budget's alarm can land where Python cannot raise (a destructor): nothing
     is printed as an ignored exception, and the alarm rings again where it stops the run.

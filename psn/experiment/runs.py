@@ -471,12 +471,15 @@ def _stop_reason(exc: PSNError) -> tuple[str, str]:
 
 
 def _not_converged(exc: PSNError) -> bool:
-    """The engine's "no quiescence within the delivery bound" error."""
+    """The engine's "no quiescence within the delivery bound" errors: a
+    ``NotConvergedError``, or the hosting loop's "no quiescence after N deliveries" (not
+    any error that mentions quiescence: an engine invariant violated at quiescence is a
+    fault, not a run that did not finish)."""
     from engine import network
     cls = getattr(network, "NotConvergedError", None)
     if cls is not None and isinstance(exc, cls):
         return True
-    return isinstance(exc, EvaluationError) and "quiescence" in str(exc)
+    return isinstance(exc, EvaluationError) and exc.message.startswith("no quiescence")
 
 
 def _sim_run(rs: RunSpec) -> dict:
@@ -561,7 +564,7 @@ def _nigam_run(rs: RunSpec) -> dict:
                 budget.check_now()
                 trials.append(_nigam_trial(rs, example, rs.seed + i, budget))
     except TimeBudgetExceeded as exc:
-        out["status"], out["reason"] = STATUS_DNF, f"time budget: {exc}"
+        out["status"], out["reason"] = _stop_reason(exc)
     return out
 
 
