@@ -359,6 +359,29 @@ def test_a_stopped_run_says_why_once_and_a_fault_is_no_stop():
         assert err.value is fault
 
 
+def test_a_worked_example_run_stopped_partway_is_listed_as_not_finished():
+    """A run of a worked example that stopped on its budget after some of its trials keeps
+    them: its point counts them. The report's "Runs that did not finish" left it out and
+    could say "Every run finished within its budget" (the nigam experiment at the quick
+    scale with a 0.03 s budget: 31 runs stopped partway, 6 listed), while the command
+    counted it as not finished."""
+    from psn.experiment.report import _dnf_section
+    from psn.experiment.table import SummaryTable
+    exp = EXPERIMENTS["nigam"]
+    item = exp.plan(make_config("quick", runs=1))[0]
+    record = execute_run(item.spec.to_dict())
+    assert record["status"] == "ok" and len(record["trials"]) == 10
+    record.update(status="dnf", reason="time budget: over the time budget of 60 s",
+                  trials=record["trials"][:3])
+    rows = exp.rows(item, record)
+    assert rows[0]["status"] == "ok" and rows[0]["trials"] == 3
+    text = "\n".join(_dnf_section(SummaryTable(rows, exp.metric_names())))
+    assert "Every run finished" not in text
+    assert (f"| {item.series} | stopped partway, after 3 of 10 trials (the point counts "
+            f"those) | {item.info['x']} | 0 | time budget: over the time budget of 60 s |"
+            in text)
+
+
 def test_an_alarm_that_lands_in_a_destructor_rings_again(capfd):
     """The time budget's alarm can land where Python cannot raise (a destructor): nothing
     is printed as an ignored exception, and the alarm rings again where it stops the run.

@@ -99,7 +99,10 @@ class Nigam(Experiment):
                    noterm_pct=100 * count["no termination"] / n,
                    refused_pct=100 * count["refused"] / n, trials=n)
         if record["status"] != STATUS_OK:
-            row["reason"] = record.get("reason") or ""
+            # the run stopped partway: its row holds the trials it finished, and the
+            # report lists it among the runs that did not finish
+            row["reason"] = record.get("reason") or record["status"]
+            row["trials_planned"] = item.spec.trials
         return [row]
 
     def claims(self, table, cfg):

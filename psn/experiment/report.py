@@ -317,12 +317,21 @@ def _stacked_table(exp, panel, table) -> list[str]:
     return out + [""]
 
 
+#: the status shown for a row whose run stopped partway (a worked example's run that
+#: finished some of its trials): the row counts those, and has the run's reason
+_PARTLY = "partly"
+
+
 def _dnf_section(table) -> list[str]:
     bad = {}
     for r in table.rows:
         if r["status"] != STATUS_OK:
             key = (r["series"], r["status"], _short_reason(r.get("reason") or ""))
-            bad.setdefault(key, []).append(r)
+        elif r.get("reason"):       # finished, from a run that stopped partway
+            key = (r["series"], _PARTLY, _short_reason(r["reason"]))
+        else:
+            continue
+        bad.setdefault(key, []).append(r)
     out = ["## Runs that did not finish", ""]
     if not bad:
         return out + ["Every run finished within its budget.", ""]
@@ -331,6 +340,15 @@ def _dnf_section(table) -> list[str]:
         xs = [str(x) for x in sorted({r["x"] for r in rs}, key=_x_order)]
         reps = sorted({r["rep"] for r in rs})
         shown = ", ".join(xs[:8]) + (" ..." if len(xs) > 8 else "")
+        if status == _PARTLY:
+            done = sorted({r.get("trials") for r in rs if is_number(r.get("trials"))})
+            planned = sorted({r.get("trials_planned") for r in rs
+                              if is_number(r.get("trials_planned"))})
+            status = ("stopped partway, after "
+                      + (f"{done[0]}-{done[-1]}" if len(done) > 1 else
+                         f"{done[0]}" if done else "some")
+                      + (f" of {planned[-1]}" if len(planned) == 1 else "")
+                      + " trials (the point counts those)")
         out.append(f"| {series} | {'did not finish' if status == 'dnf' else status} | "
                    f"{shown} | {', '.join(map(str, reps))} | {_cell(reason)} |")
     return out + [""]
