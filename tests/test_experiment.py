@@ -121,6 +121,34 @@ def test_index_lists_every_experiment(swept):
         assert f"[report]({name}/report.md)" in text
 
 
+def test_index_and_reports_name_the_code_and_machines_that_made_the_runs(swept, tmp_path):
+    """index.md named the code version of the tree it was written from, and the machine
+    of the first run: `psn experiment all --report-only` wrote "Code version: git
+    fc46b12" into docs/experiments/quick/index.md, a version none of the runs was made
+    with (the reports name c400014, aaca6e9 and 8436eff), and "Machine: AMD EPYC" where
+    Fig. 9, 10 and 14 ran on an Intel Xeon. A report of runs made on two machines named
+    the first run's alone."""
+    out, _, _ = swept
+    for name, version in (("fig13", "git 1111111"), ("fig14", "git 2222222")):
+        runs = json.loads((out / name / "runs.json").read_text())
+        for r in runs:
+            r["code_version"] = r["key_version"] = version
+            r["machine"] = {**r["machine"], "cpu": f"CPU of {name}"}
+        runs[0]["machine"] = {**runs[0]["machine"], "cpu": "another CPU"}
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "runs.json").write_text(json.dumps(runs))
+    _, index = run_experiments(["fig13", "fig14"], TINY, tmp_path, report_only=True)
+    text = index.read_text()
+    assert ("- Code version: git 1111111, git 2222222 (of the code that computed the runs; "
+            "each report names its own)") in text
+    machines = re.search(r"- Machine: (.*)", text).group(1)
+    assert re.fullmatch(r"another CPU, [^;]* \(2 runs\); CPU of fig13, [^;]* \(11 runs\); "
+                        r"CPU of fig14, [^;]* \(11 runs\)", machines), machines
+    report = (tmp_path / "fig13" / "report.md").read_text()
+    assert re.search(r"- Machine: another CPU, .* \(1 run\); CPU of fig13, .* \(11 runs\)\n",
+                     report)
+
+
 def test_intervals_come_from_the_repetitions(swept):
     out, _, _ = swept
     _, rows = _csv(out / "fig7" / "rows.csv")

@@ -143,7 +143,19 @@ def _run_dates(records: list[dict]) -> str:
 
 
 def _machine_line(records: list[dict]) -> str:
-    m = (records[0].get("machine") if records else None) or machine_info()
+    """The machine the runs ran on (this one when no record names one); every machine,
+    with its number of runs, when they ran on several."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.get("machine"):
+            text = _machine(r["machine"])
+            counts[text] = counts.get(text, 0) + 1
+    if len(counts) <= 1:
+        return next(iter(counts), None) or _machine(machine_info())
+    return "; ".join(f"{text} ({count_noun(n, 'run')})" for text, n in counts.items())
+
+
+def _machine(m: dict) -> str:
     return (f"{m.get('cpu') or 'unknown CPU'}, {m.get('cpus')} logical CPUs, "
             f"{m.get('memory_gib')} GiB, {m.get('os')}, Python {m.get('python')} "
             f"(host {m.get('host')})")
@@ -387,10 +399,13 @@ def _correctness_section(table) -> list[str]:
 
 def write_index(results: list[ExperimentResult], outdir: Path, command: str = "") -> Path:
     """``index.md`` of a sweep: each experiment with its verdicts and its report."""
+    records = list({r["key"]: r for x in results for r in x.records}.values())   # shared once
+    versions = sorted({r["code_version"] for r in records if r.get("code_version")})
     lines = ["# PSN experiments", "", f"- Command: `{command or 'psn experiment all'}`",
-             f"- Date: {_now()}",
-             f"- Machine: {_machine_line([r for x in results for r in x.records][:1])}",
-             f"- Code version: {code_version()}", "",
+             f"- Date: {_run_dates(records)}; index written {_now()}",
+             f"- Machine: {_machine_line(records)}",
+             f"- Code version: {', '.join(versions or [code_version()])} (of the code that "
+             f"computed the runs; each report names its own)", "",
              "| experiment | figure | claims | reproduced | partially | not reproduced | "
              "not tested | report |", "|---|---|---|---|---|---|---|---|"]
     for res in results:
