@@ -301,6 +301,19 @@ def test_report_only_takes_the_memory_budget_of_the_runs(swept, tmp_path, capsys
     assert "12 of the experiment's 12 runs are not in" in capsys.readouterr().err
 
 
+def test_a_nigam_report_names_the_delivery_seeds_its_runs_tried(tmp_path, capsys):
+    """Repetition r of nigam tries the delivery seeds from --seed + r * T on (T trials per
+    run); the report said "seeds 0..2" for the quick scale's 3 repetitions, which tried
+    seeds 0 to 29 (docs/experiments/quick/nigam/report.md)."""
+    out = tmp_path / "nigam"
+    out.mkdir()
+    (out / "runs.json").write_bytes((ROOT / "docs/experiments/quick/nigam/runs.json")
+                                    .read_bytes())
+    assert psn_main(["experiment", "nigam", "--quick", "--report-only", "-o", str(out)]) == 0
+    assert "- Scale: quick: 3 repetitions (seeds 0..29), budget per run 60.0 s" in \
+        (out / "report.md").read_text()
+
+
 @pytest.mark.parametrize("damage, what", [
     (lambda r: r["steps"][0].update(bytes_sent="x"), "the 'bytes_sent' of its step 0 is a "
      "JSON string \"x\""),

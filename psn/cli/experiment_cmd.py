@@ -52,7 +52,8 @@ def register(subparsers) -> None:
                    help=f"repetitions per point (default {SCALES['full']['runs']}, "
                         f"--quick {SCALES['quick']['runs']})")
     p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of the first repetition (repetition r uses S + r; default 0)")
+                   help="seed of the first repetition (repetition r uses S + r, nigam's "
+                        "the T delivery seeds from S + r*T on; default 0)")
     p.add_argument("--output", "-o", metavar="DIR",
                    help="output directory (default experiments/NAME, or experiments for "
                         "all)")

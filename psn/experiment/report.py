@@ -174,8 +174,8 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               + ("; the code changed while the runs were made" if len(versions) > 1
                  else "; the tree changed while the runs were made" if len(trees) > 1
                  else "") + ")" + _other_code(records),
-              f"- Scale: {cfg.scale}: {cfg.runs} repetitions (seeds {cfg.seed}.."
-              f"{cfg.seed + cfg.runs - 1}), budget per run {fmt(cfg.time_budget)} s and "
+              f"- Scale: {cfg.scale}: {cfg.runs} repetitions (seeds {_seeds(records)}), "
+              f"budget per run {fmt(cfg.time_budget)} s and "
               f"{fmt(cfg.memory_budget / 2**30)} GiB; topology seed {cfg.topology_seed}",
               f"- Runs: {len(records)}, {fmt(sum(r.get('wall_s', 0) for r in records))} s "
               f"of run time in all"
@@ -221,6 +221,26 @@ def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
               "per-step figures;",
               "- one PNG and one SVG per panel.", ""]
     return "\n".join(lines)
+
+
+def _seeds(records: list[dict]) -> str:
+    """The seeds the runs used: each run's seed, and every delivery seed of a worked
+    example's run (repetition r of ``nigam`` tries T seeds from ``--seed + r * T`` on)."""
+    seeds: set[int] = set()
+    for r in records:
+        spec = r["spec"]
+        first = spec.get("seed")
+        if not isinstance(first, int):
+            continue
+        trials = spec.get("trials") if spec.get("kind") == "nigam" else 1
+        seeds.update(range(first, first + (trials if isinstance(trials, int) else 1)))
+    if not seeds:
+        return "none"
+    low, high = min(seeds), max(seeds)
+    if len(seeds) == high - low + 1:
+        return f"{low}..{high}" if high > low else f"{low}"
+    shown = sorted(seeds)
+    return ", ".join(map(str, shown[:12])) + (" ..." if len(shown) > 12 else "")
 
 
 def _other_code(records: list[dict]) -> str:
