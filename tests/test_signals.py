@@ -5,6 +5,7 @@ with it, also while Ray or Spark starts, and a worker killed from outside is a c
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,6 +280,38 @@ def _run_processes(proc, kids: list[int]) -> list[int]:
         time.sleep(0.1)
         kids = [k for k in _children(proc.pid) if _alive(k)]
     pytest.fail("no run process started")
+
+
+def test_ctrl_c_at_a_terminal_stops_an_experiment_without_a_worker_traceback(tmp_path):
+    """A terminal sends Ctrl-C to every process of its foreground group, the run
+    processes too: one still importing the engine (a process starts for every run)
+    printed "Process SpawnProcess-4: Traceback ... KeyboardInterrupt" (2 of 6 tries with
+    `fig7 --tiny --jobs 2`). The run processes are made with SIGINT blocked; the command
+    stops them itself."""
+    proc = subprocess.Popen([sys.executable, "-m", "psn", *_experiment(tmp_path)],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        kids = []
+        for _ in range(600):
+            kids = [k for k in _children(proc.pid) if _alive(k)]
+            if len(kids) >= 2 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        workers = _run_processes(proc, kids)
+        assert workers
+        for w in workers:
+            blocked = int(re.search(r"SigBlk:\s*([0-9a-f]+)",
+                                    Path(f"/proc/{w}/status").read_text()).group(1), 16)
+            assert blocked & (1 << (signal.SIGINT - 1)), w
+        os.killpg(proc.pid, signal.SIGINT)
+        err = proc.communicate(timeout=300)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert _gone(kids)
 
 
 def test_an_experiment_run_killed_from_outside_is_a_clear_error(tmp_path):

@@ -22,8 +22,9 @@ from __future__ import annotations
 import gc
 import json
 import multiprocessing
+import signal
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -192,12 +193,14 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
     down. A process that dies is an error naming the cause."""
     ctx = multiprocessing.get_context("spawn")
     with held() as asked:
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
-                                   max_tasks_per_child=1)
+        with _deaf_to_interrupts():
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
+                                       max_tasks_per_child=1)
         finished = False
         try:
-            futures = {pool.submit(_execute_in_pool, spec.to_dict(), version): spec
-                       for spec in todo}
+            with _deaf_to_interrupts():
+                futures = {pool.submit(_execute_in_pool, spec.to_dict(), version): spec
+                           for spec in todo}
             pending = set(futures)
             while pending and not asked:
                 ready, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -216,6 +219,28 @@ def _local(todo: list[RunSpec], jobs: int, version: str, done) -> None:
             pool.shutdown(wait=True)
         if asked:       # the runs were stopped: even a handler that lets the program go on
             raise KeyboardInterrupt
+
+
+@contextmanager
+def _deaf_to_interrupts():
+    """Ctrl-C (SIGINT) blocked in this thread during the block, so that the pool's
+    processes, and its manager thread, which starts a process after each run, are made
+    with it blocked: a terminal sends Ctrl-C to every process of its foreground group,
+    and a run's process that was still importing the engine printed a traceback
+    ("Process SpawnProcess-4: Traceback ... KeyboardInterrupt"). This process acts on
+    it (:func:`_local` stops the runs); a signal that comes during the block is acted on
+    when it ends. multiprocessing's resource tracker, which unblocks the signal when it
+    starts, is started first."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker
+    resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _execute_in_pool(spec: dict, version: str) -> dict:
