@@ -314,6 +314,23 @@ def test_a_nigam_report_names_the_delivery_seeds_its_runs_tried(tmp_path, capsys
         (out / "report.md").read_text()
 
 
+def test_report_only_keeps_the_runs_it_does_not_use(tmp_path):
+    """--report-only wrote runs.json anew from the runs it used: `psn experiment fig14
+    --report-only --runs 3` over docs/experiments/full/fig14 (10 repetitions, no cache
+    beside it) left 18 of its 60 run records, and the 10-repetition report could not be
+    rebuilt again ("42 of the experiment's 60 runs are not in runs.json")."""
+    out = tmp_path / "fig14"
+    out.mkdir()
+    published = (ROOT / "docs/experiments/full/fig14/runs.json").read_bytes()
+    (out / "runs.json").write_bytes(published)
+    argv = ["experiment", "fig14", "--report-only", "-o", str(out)]
+    assert psn_main([*argv, "--runs", "3"]) == 0
+    assert (out / "runs.json").read_bytes() == published
+    assert "- Runs: 18," in (out / "report.md").read_text()
+    assert psn_main(argv) == 0
+    assert "- Runs: 60," in (out / "report.md").read_text()
+
+
 @pytest.mark.parametrize("damage, what", [
     (lambda r: r["steps"][0].update(bytes_sent="x"), "the 'bytes_sent' of its step 0 is a "
      "JSON string \"x\""),

@@ -68,7 +68,8 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
     report_only:
         Run nothing: rebuild rows, summary, figures and report from the ``runs.json``
         already in ``output`` (after a change to the reports, or with records made by
-        another version of the code).
+        another version of the code), which stays as it is (with fewer repetitions than
+        it holds, the report uses some of its runs and the others are kept).
     """
     exp = get_experiment(name)
     if not isinstance(cfg, Config):
@@ -95,7 +96,8 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
             records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
                               address=address, fresh=fresh, progress=progress, label=name)
         return write_experiment(exp, cfg, items, records, outdir, command,
-                                None if report_only else time.perf_counter() - t0)
+                                None if report_only else time.perf_counter() - t0,
+                                runs_file=not report_only)
 
 
 def _claimed(outdir: Path, report_only: bool = False):

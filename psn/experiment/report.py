@@ -88,11 +88,13 @@ def _csv(path: Path, fields: list[str], rows: list[dict]) -> None:
 
 
 def write_experiment(exp: Experiment, cfg: Config, items: list[Item], records: dict,
-                     outdir: Path, command: str = "", elapsed: float | None = None
-                     ) -> ExperimentResult:
+                     outdir: Path, command: str = "", elapsed: float | None = None,
+                     runs_file: bool = True) -> ExperimentResult:
     """Write every file of one experiment (see the module docstring) into ``outdir``.
 
-    ``records`` maps each item's spec to its run record.
+    ``records`` maps each item's spec to its run record. ``runs_file`` False leaves
+    ``runs.json`` as it is: a report rebuilt from it (``--report-only``) may use some of
+    its runs (fewer repetitions), and the others are kept.
     """
     outdir.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -104,7 +106,8 @@ def write_experiment(exp: Experiment, cfg: Config, items: list[Item], records: d
     _csv(outdir / "rows.csv", fields, rows)
     _write(outdir / "rows.json", json.dumps(rows, indent=1, default=str) + "\n")
     run_list = list({r["key"]: r for r in records.values()}.values())
-    _write(outdir / "runs.json", json.dumps(run_list, indent=1, default=str) + "\n")
+    if runs_file:
+        _write(outdir / "runs.json", json.dumps(run_list, indent=1, default=str) + "\n")
     table = SummaryTable(rows, metrics)
     _csv(outdir / "summary.csv", list(SUMMARY_FIELDS), table.summary_rows(exp.name))
     files = [outdir / n for n in ("rows.csv", "rows.json", "runs.json", "summary.csv")]
