@@ -263,6 +263,17 @@ def test_a_pool_process_freezes_what_its_run_left_and_records_the_same(swept, tm
     assert pooled["pid"] != here["pid"] == os.getpid()
 
 
+def test_ray_runs_each_run_in_a_process_of_its_own(tmp_path):
+    """The local executor runs each run in a fresh process, so that its memory ceiling (the
+    resident size of its process) measures that run alone; Ray reused its workers: the 12
+    runs of `psn experiment fig14 --tiny --executor ray` ran in 2 processes, each run's
+    memory holding what the runs before it left."""
+    specs = [i.spec for i in EXPERIMENTS["fig14"].plan(TINY)][:4]
+    records = run_all(specs, Cache(tmp_path / "cache"), executor="ray", progress=False)
+    assert len({r["pid"] for r in records.values()}) == 4
+    assert all(r["status"] == "ok" for r in records.values())
+
+
 def test_report_only_rebuilds_from_runs_json(swept, tmp_path):
     out, results, _ = swept
     again = run_experiment("fig13", TINY, out / "fig13", report_only=True)

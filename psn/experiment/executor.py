@@ -9,7 +9,8 @@ where it stopped and a run shared by two experiments is computed once. The rest 
 - ``local``: in ``jobs`` local processes (``concurrent.futures.ProcessPoolExecutor``,
   ``spawn``, one fresh process per run so that each run's memory budget measures that run
   alone);
-- ``ray``: as Ray tasks on a cluster (``address``) or a local Ray runtime, one CPU each.
+- ``ray``: as Ray tasks on a cluster (``address``) or a local Ray runtime, one CPU and
+  one fresh worker process each.
 
 A tqdm bar on stderr shows runs done and the time left.
 
@@ -271,11 +272,14 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _ray(todo: list[RunSpec], address: str | None, version: str, done) -> None:
+    """The runs as Ray tasks, each in a worker process of its own (``max_calls=1``), as
+    :func:`_local` runs them: a run's memory ceiling is the resident size of its process,
+    and a worker reused after another run still held what that run left."""
     from psn.distributed.runtime import ray_errors, start_ray, stop_ray
     start_ray(address)
     import ray
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+        task = ray.remote(num_cpus=1, max_retries=0, max_calls=1)(_execute_in_pool)
         with ray_errors():
             pending = {task.remote(spec.to_dict(), version): spec for spec in todo}
             while pending:
