@@ -594,6 +594,33 @@ def test_cli_refuses_an_output_directory_in_a_missing_directory(tmp_path, capsys
     assert not (tmp_path / "no").exists() and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("options, message", [
+    (["-o", "afile"], "error: the experiment output 'afile' is a file, not a directory\n"
+     "hint: give a directory (--output)"),
+    (["-o", "afile", "--report-only"], "error: the experiment output 'afile' is a file, not "
+     "a directory\n"),
+    (["-o", "out", "--cache", "afile"], "error: the run cache 'afile' is a file, not a "
+     "directory\nhint: give a directory (--cache)"),
+    (["-o", ""], "error: the experiment output must be a path, got an empty one\n"),
+    (["-o", "out", "--cache", ""], "error: the run cache must be a path, got an empty one\n"),
+    (["-o", "out", "--jobs=-1"], "error: jobs (--jobs) must be at least 1, not -1\n"),
+    (["-o", "out", "--runs=-1"], "error: runs (--runs) must be at least 1, not -1\n"),
+    (["-o", "dir", "--report-only"], "error: cannot read dir/runs.json: Is a directory\n")])
+def test_cli_names_a_wrong_output_or_count(tmp_path, capsys, monkeypatch, options, message):
+    """A file given as --output or --cache was "cannot write the experiment output
+    'afile': File exists", and with --report-only "cannot read afile/runs.json: [Errno 20]
+    Not a directory: 'afile/runs.json'"; an empty --output or --cache was taken for the
+    default (the message then named experiments/fig7); --jobs -1 and --runs -1 were "a
+    whole number >= 0", where 0 is refused as well."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "dir" / "runs.json").mkdir(parents=True)
+    assert psn_main(["experiment", "fig7", "--tiny", "--no-progress", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and "Errno" not in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "experiments").exists()
+
+
 # --------------------------------------------------------------------------- verdicts
 
 

@@ -128,8 +128,7 @@ def _recorded_memory(args) -> int | None:
     from pathlib import Path
     from engine.guards import MIN_MEMORY
     from psn.experiment.figures import EXPERIMENTS
-    out = Path(args.output or ("experiments" if args.name == "all"
-                               else f"experiments/{args.name}"))
+    out = Path(_output(args) or ".")
     paths = [out / n / "runs.json" for n in EXPERIMENTS] if args.name == "all" \
         else [out / "runs.json"]
     budgets = set()
@@ -190,18 +189,27 @@ def _run(args) -> int:
     kw = dict(executor=args.executor, jobs=args.jobs, address=args.address, fresh=args.fresh,
               progress=False if args.no_progress else None, command=command,
               report_only=args.report_only)
-    if args.cache:
+    if args.cache is not None:        # an empty one is refused, not the default
         kw["cache"] = args.cache
     if args.name == "all":
-        out = args.output or "experiments"
+        out = _output(args)
         results, index = run_experiments(list(EXPERIMENTS), cfg, out, **kw)
         for res in results:
             _print_result(res)
         print(f"index: {index}")
         return _status(results)
-    res = run_experiment(args.name, cfg, args.output or f"experiments/{args.name}", **kw)
+    res = run_experiment(args.name, cfg, _output(args), **kw)
     _print_result(res)
     return _status([res])
+
+
+def _output(args) -> str:
+    """``--output``, or the default (``experiments/NAME``, ``experiments`` for all); an
+    empty ``--output ''`` is kept, for the experiment to refuse (it wrote into the
+    default directory, and said so when that was missing)."""
+    if args.output is not None:
+        return args.output
+    return "experiments" if args.name == "all" else f"experiments/{args.name}"
 
 
 def _status(results) -> int:

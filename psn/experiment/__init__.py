@@ -82,11 +82,13 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
         raise InputError(f"command is the command line (a str), got {type(command).__name__}")
     t0 = time.perf_counter()
     items = exp.plan(cfg)
+    _require_directory(outdir, "experiment output", "--output")
     if report_only and not outdir.is_dir():
         _recorded(outdir, [i.spec for i in items])     # refused, without making the dir
     if cache is not None and not report_only:
         # before any run, not after the first
         require_parent(file_path(cache, "run cache"), "the run cache")
+        _require_directory(Path(cache), "run cache", "--cache")
     with _claimed(outdir, report_only):
         if report_only:
             records = _recorded(outdir, [i.spec for i in items])
@@ -98,6 +100,16 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
         return write_experiment(exp, cfg, items, records, outdir, command,
                                 None if report_only else time.perf_counter() - t0,
                                 runs_file=not report_only)
+
+
+def _require_directory(path: Path, what: str, option: str) -> None:
+    """Refuse a ``path`` that exists and is no directory: the messages were the system's
+    ("cannot write the experiment output 'f': File exists", and with ``--report-only``
+    "cannot read f/runs.json: [Errno 20] Not a directory: 'f/runs.json'")."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"the {what} '{path}' is a file, not a directory",
+                         hint=f"give a directory ({option}): psn experiment writes its files "
+                              f"into it")
 
 
 def _claimed(outdir: Path, report_only: bool = False):
@@ -119,7 +131,8 @@ def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
                          hint="run the experiment first (without --report-only), or give "
                               "the --output of a run") from None
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}",
+        why = exc.strerror or exc if isinstance(exc, OSError) else exc
+        raise InputError(f"cannot read {path}: {why}",
                          hint="run the experiment first (without --report-only)") from None
     by_spec = {}
     for i, r in enumerate(saved if isinstance(saved, list) else [saved]):

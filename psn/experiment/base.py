@@ -98,9 +98,9 @@ def make_config(scale: str = "quick", runs: int | None = None, seed: int = 0,
     d = SCALES[scale]
     runs = d["runs"] if runs is None else runs
     from engine.options import require_whole
-    require_whole(runs, "runs (--runs)")
-    if runs < 1:
+    if isinstance(runs, int) and not isinstance(runs, bool) and runs < 1:
         raise InputError(f"runs (--runs) must be at least 1, not {runs}")
+    require_whole(runs, "runs (--runs)")
     for name, value in (("seed", seed), ("topology_seed", topology_seed)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(f"{name} is an integer, got {type(value).__name__} "

@@ -105,9 +105,9 @@ def check_run_settings(executor, jobs, fresh, progress) -> None:
     """
     if not isinstance(executor, str) or executor not in EXECUTORS:
         raise InputError(f"unknown executor {executor!r:.80}; one of {', '.join(EXECUTORS)}")
-    require_whole(jobs, "jobs (--jobs)")
-    if jobs < 1:
+    if isinstance(jobs, int) and not isinstance(jobs, bool) and jobs < 1:
         raise InputError(f"jobs (--jobs) must be at least 1, not {jobs}")
+    require_whole(jobs, "jobs (--jobs)")
     require_flag(fresh, "fresh")
     require_flag(progress, "progress", optional=True)
 
