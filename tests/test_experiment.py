@@ -238,6 +238,31 @@ def test_a_run_made_by_other_code_than_its_key_names_is_not_reused(swept, tmp_pa
         report.read_text()
 
 
+def test_outside_git_an_edit_to_the_engine_is_a_new_code_version(tmp_path):
+    """Outside a git checkout (an unpacked archive, an installed package) the code version
+    was the package version alone ("psn 0.1.0"), so an edit to the engine reused every
+    cached run of the code before it."""
+    import shutil
+    import subprocess
+    import sys
+    from psn.experiment.runs import RUN_CODE
+    for part in {p.split("/")[0] for p in RUN_CODE}:
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+    def version() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", "from psn.experiment.runs import code_version; "
+             "print(code_version())"], cwd=tmp_path, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=True).stdout.strip()
+
+    before = version()
+    assert before.startswith("psn ") and before == version()
+    with open(tmp_path / "engine" / "options.py", "a") as f:
+        f.write("# an edit\n")
+    assert version() != before
+
+
 def test_a_pool_process_freezes_what_its_run_left_and_records_the_same(swept, tmp_path):
     """The local executor's processes exit after one run each, and freeze what the run left
     first, so that the interpreter's last collection does not traverse it; the record is

@@ -327,8 +327,9 @@ def code_version() -> str:
     In a git checkout: the last commit that touched :data:`RUN_CODE` and, if those files
     have uncommitted changes (or untracked ``.py`` files), ``+`` a hash of them, so a
     cached run is never reused for different engine code, while a change to the plots,
-    the reports or the documentation does not invalidate it. Elsewhere: the package
-    version.
+    the reports or the documentation does not invalidate it. Elsewhere (an unpacked
+    archive, an installed package): the package version and a hash of that source, so
+    that there too an edit to the engine is a new version.
     """
     root = Path(__file__).resolve().parents[2]
     if (root / ".git").exists():
@@ -339,9 +340,27 @@ def code_version() -> str:
             return text + (f"+{changes}" if changes else "")
     from importlib.metadata import PackageNotFoundError, version
     try:
-        return "psn " + version("psn")
+        text = "psn " + version("psn")
     except PackageNotFoundError:
-        return "psn (unknown version)"
+        text = "psn (unknown version)"
+    return f"{text}, source {_source_hash(root)}"
+
+
+def _source_hash(root: Path) -> str:
+    """A short hash of the ``.py`` and ``.lark`` files of :data:`RUN_CODE` under ``root``
+    (their paths and contents)."""
+    h = hashlib.sha256()
+    for part in RUN_CODE:
+        path = root / part
+        files = sorted(f for pattern in ("*.py", "*.lark") for f in path.rglob(pattern)
+                       if "__pycache__" not in f.parts) if path.is_dir() else [path]
+        for f in files:
+            try:
+                data = f.read_bytes()
+            except OSError:
+                continue
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+    return h.hexdigest()[:8]
 
 
 @functools.lru_cache(maxsize=1)
