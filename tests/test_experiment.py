@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -365,6 +366,23 @@ def test_report_only_keeps_the_runs_it_does_not_use(tmp_path):
     assert "- Runs: 18," in (out / "report.md").read_text()
     assert psn_main(argv) == 0
     assert "- Runs: 60," in (out / "report.md").read_text()
+
+
+def test_a_rebuilt_report_names_the_command_that_rebuilt_it(tmp_path):
+    """--report-only kept the runs' command as the report's only command: a report rebuilt
+    from 3 of the 10 repetitions named `psn experiment fig14 --jobs 2 ...`, which made 10,
+    beside "Scale: full: 3 repetitions"."""
+    out = tmp_path / "fig14"
+    shutil.copytree(ROOT / "docs/experiments/full/fig14", out)
+    runs_command = re.search(r"- Command: `(.*)`", (out / "report.md").read_text()).group(1)
+    rebuild = "psn experiment fig14 --report-only --runs 3"
+    report = run_experiment("fig14", make_config("full", runs=3), out, report_only=True,
+                            command=rebuild).report.read_text()
+    assert (f"- Command: `{runs_command}`\n- Report rebuilt from these runs' records by "
+            f"`{rebuild}`\n") in report
+    again = run_experiment("fig14", make_config("full"), out, report_only=True,
+                           command=runs_command).report.read_text()
+    assert f"- Command: `{runs_command}`\n- Date: " in again     # the runs' own command
 
 
 @pytest.mark.parametrize("damage, what", [

@@ -90,16 +90,21 @@ def run_experiment(name: str, cfg: Config, output: str | Path, *, cache: str | P
         require_parent(file_path(cache, "run cache"), "the run cache")
         _require_directory(Path(cache), "run cache", "--cache")
     with _claimed(outdir, report_only):
+        rebuilt = ""
         if report_only:
             records = _recorded(outdir, [i.spec for i in items])
-            command = _previous_command(outdir) or command
+            previous = _previous_command(outdir)
+            # the report names the runs' command, and the one that rebuilt it (which may
+            # use some of the runs: fewer repetitions)
+            rebuilt = command if previous and command != previous else ""
+            command = previous or command
         else:
             store = Cache(Path(cache) if cache is not None else outdir / "cache")
             records = run_all([i.spec for i in items], store, executor=executor, jobs=jobs,
                               address=address, fresh=fresh, progress=progress, label=name)
         return write_experiment(exp, cfg, items, records, outdir, command,
                                 None if report_only else time.perf_counter() - t0,
-                                runs_file=not report_only)
+                                runs_file=not report_only, rebuilt=rebuilt)
 
 
 def _require_directory(path: Path, what: str, option: str) -> None:

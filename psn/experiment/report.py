@@ -89,12 +89,13 @@ def _csv(path: Path, fields: list[str], rows: list[dict]) -> None:
 
 def write_experiment(exp: Experiment, cfg: Config, items: list[Item], records: dict,
                      outdir: Path, command: str = "", elapsed: float | None = None,
-                     runs_file: bool = True) -> ExperimentResult:
+                     runs_file: bool = True, rebuilt: str = "") -> ExperimentResult:
     """Write every file of one experiment (see the module docstring) into ``outdir``.
 
     ``records`` maps each item's spec to its run record. ``runs_file`` False leaves
     ``runs.json`` as it is: a report rebuilt from it (``--report-only``) may use some of
-    its runs (fewer repetitions), and the others are kept.
+    its runs (fewer repetitions), and the others are kept. ``command`` is the command
+    that made the runs, ``rebuilt`` the other one that rebuilt the report, if any.
     """
     outdir.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -121,7 +122,7 @@ def write_experiment(exp: Experiment, cfg: Config, items: list[Item], records: d
         files += paths
         figures.append((panel, paths[0].name))
     claims = exp.claims(table, cfg)
-    text = _report(exp, cfg, table, claims, figures, run_list, command, elapsed)
+    text = _report(exp, cfg, table, claims, figures, run_list, command, elapsed, rebuilt)
     _write(outdir / "report.md", text)
     files.append(outdir / "report.md")
     return ExperimentResult(exp, outdir, table, claims, files, run_list)
@@ -164,12 +165,15 @@ def _machine(m: dict) -> str:
             f"(host {m.get('host')})")
 
 
-def _report(exp, cfg, table, claims, figures, records, command, elapsed) -> str:
+def _report(exp, cfg, table, claims, figures, records, command, elapsed,
+            rebuilt: str = "") -> str:
     versions = sorted({r.get("code_version", "?") for r in records}) or [code_version()]
     trees = sorted({r["git_describe"] for r in records if r.get("git_describe")})
     lines = [f"# {exp.figure}: {exp.title}", "",
              f"Reproduces {exp.source}, {exp.section}, {exp.figure}.", ""]
     lines += [f"- Command: `{command or 'psn experiment ' + exp.name}`",
+              *([f"- Report rebuilt from these runs' records by `{rebuilt}`"]
+                if rebuilt else []),
               f"- Date: {_run_dates(records)}; report written {_now()}",
               f"- Machine: {_machine_line(records)}",
               f"- Code version: {', '.join(versions)} (of the code that computes runs"
