@@ -385,6 +385,24 @@ def test_a_rebuilt_report_names_the_command_that_rebuilt_it(tmp_path):
     assert f"- Command: `{runs_command}`\n- Date: " in again     # the runs' own command
 
 
+def test_report_only_refuses_two_records_of_one_run(tmp_path, capsys):
+    """Two runs.json put together held two records of the same run; --report-only used the
+    last one without a word (the report's numbers then depended on the order)."""
+    runs = json.loads((ROOT / "docs/experiments/quick/fig14/runs.json").read_text())
+    other = json.loads(json.dumps(runs[4]))
+    other["steps"][0]["bytes_sent"] += 1000
+    out = tmp_path / "fig14"
+    out.mkdir()
+    (out / "runs.json").write_text(json.dumps([*runs, runs[4], other]))
+    argv = ["experiment", "fig14", "--quick", "--report-only", "-o", str(out)]
+    assert psn_main(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: {out / 'runs.json'}: runs 5 and 20 are two different records of the same "
+        f"run (same parameters)\nhint: keep one of them")
+    (out / "runs.json").write_text(json.dumps([*runs, runs[4]]))     # the same twice: fine
+    assert psn_main(argv) == 0
+
+
 @pytest.mark.parametrize("damage, what", [
     (lambda r: r["steps"][0].update(bytes_sent="x"), "the 'bytes_sent' of its step 0 is a "
      "JSON string \"x\""),

@@ -139,14 +139,24 @@ def _recorded(outdir: Path, specs: list[RunSpec]) -> dict:
         why = exc.strerror or exc if isinstance(exc, OSError) else exc
         raise InputError(f"cannot read {path}: {why}",
                          hint="run the experiment first (without --report-only)") from None
-    by_spec = {}
+    by_spec: dict = {}
+    number: dict = {}
     for i, r in enumerate(saved if isinstance(saved, list) else [saved]):
         try:
-            by_spec[RunSpec.from_dict(r["spec"])] = r
+            spec = RunSpec.from_dict(r["spec"])
+            earlier = by_spec.get(spec)
         except (KeyError, TypeError, ValueError, AttributeError):   # not a record we wrote
             raise InputError(f"{path}: run {i + 1} is not a run record (no valid 'spec')",
                              hint="run the experiment again without --report-only") \
                 from None
+        if earlier is not None and earlier != r:
+            # two records of one run (runs.json files put together): which one the report
+            # would use is not the file's to say
+            raise InputError(f"{path}: runs {number[spec]} and {i + 1} are two different "
+                             f"records of the same run (same parameters)",
+                             hint="keep one of them, or run the experiment again without "
+                                  "--report-only")
+        by_spec[spec], number[spec] = r, number.get(spec, i + 1)
         problem = record_problem(r)
         if problem:
             raise InputError(f"{path}: run {i + 1} is not a run record as psn experiment "
