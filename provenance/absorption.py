@@ -109,7 +109,7 @@ from ndlog.builtins import format_value
 
 from .base import NO_FIRE, SHIP_ABSORBED, SHIP_BUFFER, SHIP_NOW, AnnotationScheme
 from .bdd import (BDDContext, Function, ZeroSet, chain_ids, chains_overhead, format_fact,
-                  insertion_id, node_var_id, var_key, var_name)
+                  insertion_id, node_var_id, var_name)
 
 __all__ = ["AbsorptionScheme", "AbsorptionContext", "Zeroing", "Alternatives", "Cube",
            "as_cube", "as_function"]
@@ -918,11 +918,16 @@ class AbsorptionScheme(AnnotationScheme):
         """:meth:`explain` for a provenance given by its minimal variable sets (as
         :meth:`minimal_sets` gives them; ``psn run --why`` computes a fact's complete
         provenance so, :mod:`engine.why`): shorter products first, then by their
-        variables, each product's base tuples in insertion order, so that one formula
-        prints one way whatever the manager's variable order; ``false`` without a set,
-        ``true`` for the empty one."""
-        products = sorted((sorted(s, key=var_key) for s in sets),
-                          key=lambda p: (len(p), [var_key(v) for v in p]))
+        variables, each product's base tuples in insertion order, then the variables the
+        nodes made (aggregate results, absences) by what they describe, so that one
+        formula prints one way whatever the manager's variable order and the order in
+        which the nodes made their variables (which follows the delivery order);
+        ``false`` without a set, ``true`` for the empty one."""
+        def key(v: str) -> tuple:
+            i = insertion_id(v)
+            return (0, i, "") if i is not None and i >= 0 else (1, 0, self.describe(v, loc))
+        products = sorted((sorted(s, key=key) for s in sets),
+                          key=lambda p: (len(p), [key(v) for v in p]))
         if not products:
             return "false"
         if not products[0]:

@@ -328,3 +328,29 @@ def test_an_aggregate_result_prints_as_the_aggregate_fact():
     assert why(net, "minCost", ("a", "d", 4)) == "aggregate minCost(@a,d,4)"
     assert why(net, "cheapestPath", ("a", "d", ("a", "b", "c", "d"), 4)) == (
         "link(@a,b,1) ∧ link(@b,c,1) ∧ link(@c,d,2) ∧ aggregate minCost(@a,d,4)")
+
+
+def test_variables_the_nodes_make_print_in_one_order_whatever_the_delivery_order():
+    """The aggregate results and the absences of a product printed in the order their
+    node made their variables, which follows the delivery order and the history: the same
+    formula printed 'aggregate minHops(...) ∧ aggregate minCost(...)' under some seeds and
+    'aggregate minCost(...) ∧ aggregate minHops(...)' under others, and 'not b(@1) ∧ not
+    a(@1)' when b went first."""
+    program = psn.load(Path(__file__).resolve().parent.parent / "examples" /
+                       "shortest_path.ndl")
+    links = [("a", "b", 1), ("b", "c", 2), ("a", "c", 5), ("c", "a", 1)]
+    fact = ("a", "c", ("a", "b", "c"), 3, ("a", "c"), 1)
+    printed = {Network(program, {"link": links}, delivery=delivery, seed=seed, ship=ship)
+               .run().why("shortestCheapestPath", fact)
+               for seed in range(6) for delivery in ("random", "adversarial")
+               for ship in ("lazy", "off")}
+    assert printed == {"link(@a,b,1) ∧ link(@b,c,2) ∧ link(@a,c,5) ∧ aggregate "
+                       "minCost(@a,c,3) ∧ aggregate minHops(@a,c,1)"}
+    neg = psn.parse("q(@S) :- node(@S), not a(@S), not b(@S).")
+    printed = set()
+    for first, second in (("a", "b"), ("b", "a")):
+        net = Network(neg, {"node": [(1,)], "a": [(1,)], "b": [(1,)]}).run()
+        net.delete(first, (1,)).run()
+        net.delete(second, (1,)).run()
+        printed.add(net.why("q", (1,)))
+    assert printed == {"node(@1) ∧ not a(@1) ∧ not b(@1)"}
