@@ -72,7 +72,7 @@ from .minship import stage_of
 from .ledger import describe_fact
 from .program import ABSENCE_PREFIX
 
-__all__ = ["why", "why_sets", "NotDerived", "TooLarge", "MAX_PRODUCTS"]
+__all__ = ["why", "why_sets", "refuse_split", "NotDerived", "TooLarge", "MAX_PRODUCTS"]
 
 #: Default limit of :func:`why`: derivations of one fact while completing a provenance.
 MAX_PRODUCTS = 2000
@@ -168,6 +168,7 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
     node = net.nodes.get(net.program.location(pred, tup))
     stored = None if node is None else node.state.get(pred, {}).get(tup)
     if stored is None or scheme.is_zero(node.ctx, stored):
+        _refuse_split(net, pred, text)
         raise NotDerived(text)
     buffers = _buffers(net)
     if not buffers:
@@ -189,6 +190,33 @@ def _check(net, pred: str, tup: tuple) -> str:
         raise InputError(f"--why {text}: the fact has {len(tup)} arguments, but "
                          f"'{pred}' has arity {want}")
     return text
+
+
+def _refuse_split(net, pred: str, text: str) -> None:
+    """Refuse a question about a predicate that one query per aggregate (``aggsel=
+    "single"``) does not compute: its rules derive a copy per aggregate instead (``path``
+    becomes ``path_minCost`` and ``path_minHops``), so "not derived" would be wrong."""
+    source = getattr(net, "source", None)
+    if source is None or net.program.source is source or pred in source.hidden \
+            or pred not in net.program.source.hidden:
+        return
+    refuse_split(source, pred, text)
+
+
+def refuse_split(source: A.Program, pred: str, text: str) -> None:
+    """Raise :class:`~ndlog.errors.InputError` for ``--why text`` if one query per
+    aggregate (``--aggsel single``) splits ``pred`` of the program ``source`` into copies
+    (:func:`localize.analysis.query_splits`), naming them; else nothing."""
+    from localize.analysis import query_splits
+    split = query_splits(source).get(pred)
+    if split is None:
+        return
+    copies = list(split.copies.values())
+    raise InputError(f"--why {text}: '{pred}' is not computed with aggregate selection "
+                     f"'single': each aggregate's query derives its own copy of it "
+                     f"({', '.join(copies)})",
+                     hint=f"ask about a copy, e.g. {copies[0]}(...) with the same values, "
+                     f"or run with --aggsel multi or off")
 
 
 def _text(net, pred: str, tup: tuple) -> str:

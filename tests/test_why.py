@@ -354,3 +354,35 @@ def test_variables_the_nodes_make_print_in_one_order_whatever_the_delivery_order
         net.delete(second, (1,)).run()
         printed.add(net.why("q", (1,)))
     assert printed == {"node(@1) ∧ not a(@1) ∧ not b(@1)"}
+
+
+def test_one_query_per_aggregate_answers_for_the_copies_and_refuses_the_split_predicate(
+        tmp_path, capsys):
+    """With --aggsel single, 'path' is not computed (its copies path_minCost and
+    path_minHops are): why(path(...)) said 'not derived' of a path psn.evaluate derives,
+    and psn run refused --why path_minCost(...) as a predicate the program does not use."""
+    from psn.cli import main
+    program = Path(__file__).resolve().parent.parent / "examples" / "shortest_path.ndl"
+    links = [("a", "b", 1), ("b", "c", 2), ("a", "c", 5)]
+    net = Network(psn.load(program), {"link": links}, aggsel="single").run()
+    path = ("a", "c", ("a", "b", "c"), 3, 2)
+    assert net.why("path_minCost", path) == "link(@a,b,1) ∧ link(@b,c,2)"
+    with pytest.raises(InputError) as info:
+        net.why("path", path)
+    assert not isinstance(info.value, NotDerived)
+    assert info.value.message == (
+        "--why path(@a, c, [a, b, c], 3, 2): 'path' is not computed with aggregate "
+        "selection 'single': each aggregate's query derives its own copy of it "
+        "(path_minCost, path_minHops)")
+    facts = tmp_path / "f.ndl"
+    facts.write_text("link(@a, b, 1). link(@b, c, 2). link(@a, c, 5).\n")
+    run = ["run", str(program), "--facts", str(facts), "--aggsel", "single", "--why"]
+    assert main(run + ["path_minCost(@a,c,[a,b,c],3,2)"]) == 0
+    assert "path_minCost(@a,c,[a,b,c],3,2) = link(@a,b,1) ∧ link(@b,c,2)" in \
+        capsys.readouterr().out
+    assert main(run + ["path(@a,c,[a,b,c],3,2)"]) == 2
+    out, err = capsys.readouterr()
+    assert "error: --why 'path(@a,c,[a,b,c],3,2)': 'path' is not computed with aggregate " \
+        "selection 'single'" in err and "hint: ask about a copy" in err
+    assert "Traceback" not in err and "shortestCheapestPath" not in out   # before the run
+    assert main(run[:-3] + ["--why", "path(@a,c,[a,b,c],3,2)"]) == 0     # multi: computed

@@ -100,7 +100,7 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     shapes = program_shapes(program)
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
-    wanted = _why_facts(args.why, shapes)
+    wanted = _why_wanted(args.why, program, options, shapes)
     _refuse_inexact_deletions(args, program, options, bursts, engine)
     with _engine_errors(engine):
         runner = make_runner(engine, program, options, args, topology)
@@ -280,6 +280,26 @@ def _why_facts(texts: list[str], shapes: dict) -> list[tuple[str, str, tuple]]:
                              f"{e.render()}") from None
         out.append((text.strip(), atom.pred, atom.values))
     return out
+
+
+def _why_wanted(texts: list[str], program, options, shapes: dict
+                ) -> list[tuple[str, str, tuple]]:
+    """:func:`_why_facts`, where one query per aggregate (``--aggsel single``) also
+    accepts the copies its queries derive (``path_minCost`` and ``path_minHops``, shaped
+    as ``path``) and refuses the predicate they replace, which it does not compute."""
+    if options.aggsel != "single":
+        return _why_facts(texts, shapes)
+    from engine.why import refuse_split
+    from localize.analysis import query_splits
+    arities, locations = dict(shapes["arities"]), dict(shapes["locations"])
+    for pred, split in query_splits(program).items():
+        for copy in split.copies.values():
+            arities[copy] = arities.get(pred)
+            locations[copy] = locations.get(pred)
+    wanted = _why_facts(texts, {"arities": arities, "locations": locations})
+    for text, pred, _ in wanted:
+        refuse_split(program, pred, repr(text))
+    return wanted
 
 
 def _refuse_inexact_deletions(args, program, options, bursts, engine: str) -> None:
