@@ -431,7 +431,8 @@ class Network:
         ------
         InputError
             If the annotation scheme keeps no provenance, the predicate is unknown or the
-            arity wrong; :class:`engine.why.NotDerived` if the fact is not derived.
+            arity wrong, or a burst was applied and not run yet;
+            :class:`engine.why.NotDerived` if the fact is not derived.
         """
         from .why import why
         return why(self, pred, tup)

@@ -132,7 +132,8 @@ def why(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS) -> str:
     TooLarge
         If ``max_products`` was reached.
     InputError
-        If the scheme keeps no provenance, the predicate is unknown or the arity is wrong.
+        If the scheme keeps no provenance, the predicate is unknown or the arity is wrong,
+        or the network has updates in flight (a burst applied and not run).
     """
     sets = why_sets(net, pred, tup, max_products)
     return net.scheme.explain_sets(sets, net.program.loc.get)
@@ -165,6 +166,12 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
         raise InputError(f"--why: the values of '{pred}' must be a tuple, got {tup!r}")
     tup = fact_values(pred, tup)
     text = _check(net, pred, tup)
+    transport = getattr(net, "transport", None)
+    if transport is not None and transport.in_flight():
+        raise InputError(f"--why {text}: the network is not at quiescence (updates in "
+                         f"flight: a burst applied and not run yet)",
+                         hint="call run() first; the provenance is that of the state a "
+                         "run ends in")
     node = net.nodes.get(net.program.location(pred, tup))
     stored = None if node is None else node.state.get(pred, {}).get(tup)
     if stored is None or scheme.is_zero(node.ctx, stored):

@@ -386,3 +386,19 @@ def test_one_query_per_aggregate_answers_for_the_copies_and_refuses_the_split_pr
         "selection 'single'" in err and "hint: ask about a copy" in err
     assert "Traceback" not in err and "shortestCheapestPath" not in out   # before the run
     assert main(run[:-3] + ["--why", "path(@a,c,[a,b,c],3,2)"]) == 0     # multi: computed
+
+
+def test_a_burst_applied_and_not_run_is_refused():
+    """After net.delete(link(a,c)) and before run(), why(reachable(a,c)) printed
+    'link(@a,c) ∨ link(@a,b) ∧ link(@b,c)', a base fact base_facts() no longer listed;
+    before the first run it said 'not derived' of a fact the facts derive."""
+    links = [("a", "b"), ("b", "c"), ("a", "c")]
+    net = Network(REACH, {"link": links})
+    with pytest.raises(InputError, match=r"reachable\(@a, c\): the network is not at "
+                       r"quiescence") as info:
+        net.why("reachable", ("a", "c"))
+    assert not isinstance(info.value, NotDerived) and "run()" in info.value.hint
+    net.run().delete("link", ("a", "c"))
+    with pytest.raises(InputError, match="not at quiescence"):
+        net.why("reachable", ("a", "c"))
+    assert net.run().why("reachable", ("a", "c")) == "link(@a,b) ∧ link(@b,c)"
