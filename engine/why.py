@@ -157,8 +157,8 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
     """
     scheme = net.scheme
     if not all(hasattr(scheme, m) for m in ("explain_sets", "minimal_sets")):
-        raise InputError(f"--why needs provenance: annotation '{scheme.name}' keeps none "
-                         f"(use --annotation absorption)")
+        raise InputError(f"--why needs absorption provenance, which annotation "
+                         f"'{scheme.name}' does not keep (use --annotation absorption)")
     if not isinstance(pred, str):
         raise InputError(f"--why: a predicate is a string, got {type(pred).__name__} "
                          f"{pred!r:.80}")

@@ -42,7 +42,7 @@ def test_why_prints_minimal_sum_of_products(fig2, capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["--ship", "sometimes"], "--ship"),
-    (["--annotation", "set", "--why", 'reachable(@"A","B")'], "needs provenance"),
+    (["--annotation", "set", "--why", 'reachable(@"A","B")'], "needs absorption provenance"),
     (["--annotation", "absorption", "--why", "reachable(@A"], "not a fact"),
 ])
 def test_bad_flags_are_input_errors(fig2, capsys, argv, message):

@@ -273,10 +273,16 @@ def test_psn_run_refuses_a_why_the_program_cannot_answer_before_the_run(
     assert message in err and "Traceback" not in err
 
 
-def test_a_scheme_without_provenance():
-    net = Network(REACH, {"link": [("a", "b")]}, annotation="set").run()
-    with pytest.raises(InputError, match="needs provenance"):
+@pytest.mark.parametrize("annotation", ["set", "dred", "derivation", "relative"])
+def test_a_scheme_without_absorption_provenance(annotation):
+    """Derivation sets and relative provenance are provenance: the message said they
+    'keep none'."""
+    net = Network(REACH, {"link": [("a", "b")]}, annotation=annotation).run()
+    with pytest.raises(InputError) as info:
         why(net, "reachable", ("a", "b"))
+    assert info.value.message == (f"--why needs absorption provenance, which annotation "
+                                  f"'{annotation}' does not keep (use --annotation "
+                                  f"absorption)")
 
 
 def test_lists_are_frozen_and_base_facts_explained(small):

@@ -333,8 +333,8 @@ def _why(runner, pred: str, tup: tuple) -> str | None:
 
 def _check_why_supported(runner, wanted) -> None:
     if wanted and getattr(runner.net.scheme, "explain", None) is None:
-        raise InputError(f"--why needs provenance: annotation "
-                         f"'{runner.net.scheme.name}' keeps none",
+        raise InputError(f"--why needs absorption provenance, which annotation "
+                         f"'{runner.net.scheme.name}' does not keep",
                          hint="use --annotation absorption")
 
 
