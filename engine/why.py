@@ -67,6 +67,7 @@ from ndlog import ast as A
 from ndlog.builtins import fact_values
 from ndlog.errors import InputError
 from ndlog.expr import compile_compare, compile_term
+from provenance.bdd import format_fact, format_value
 from provenance.posbool import POSBOOL, Antichain
 from .minship import stage_of
 from .ledger import describe_fact
@@ -136,7 +137,7 @@ def why(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS) -> str:
         or the network has updates in flight (a burst applied and not run).
     """
     sets = why_sets(net, pred, tup, max_products)
-    return net.scheme.explain_sets(sets, net.program.loc.get)
+    return net.scheme.explain_sets(sets, net.program.loc.get, _shower(net.program))
 
 
 def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
@@ -181,6 +182,42 @@ def why_sets(net, pred: str, tup, max_products: int | None = MAX_PRODUCTS
     if not buffers:
         return frozenset(scheme.minimal_sets(node.ctx, stored))
     return _Completion(net, buffers, text, max_products).sets((pred, tup))
+
+
+def _shower(prog) -> Callable[[str, tuple], str]:
+    """``show(pred, values)``: a fact of a formula as NDlog text, ``@`` before its location
+    argument; a fact of the projection the engine negates for ``not link(@S, _)`` (the
+    hidden ``link_some(@S) :- link(@S, _)``, :func:`ndlog.rewrite.project_negated_wildcards`)
+    as the atom the program wrote, ``link(@6,_)``."""
+    projections: dict[str, A.Rule] = {}
+    for rule in prog.rules:
+        if rule.head.pred in prog.hidden and _is_projection(rule):
+            projections[rule.head.pred] = rule
+
+    def show(pred: str, tup: tuple) -> str:
+        rule = projections.get(pred)
+        if rule is None or len(tup) != len(rule.head.args):
+            return format_fact(pred, tup, prog.loc.get(pred))
+        env = {v.name: x for v, x in zip(rule.head.args, tup)}
+        atom = rule.body[0]
+        args = ["_" if t.anonymous else format_value(env[t.name]) for t in atom.args]
+        if atom.loc is not None:
+            args[atom.loc] = "@" + args[atom.loc]
+        return f"{atom.pred}({','.join(args)})"
+    return show
+
+
+def _is_projection(rule: A.Rule) -> bool:
+    """True for ``p(@V0, V1) :- q(@V0, _, V1)``: one body atom, whose arguments are the
+    head's variables and ``_``."""
+    head = rule.head.args
+    if len(rule.body) != 1 or not isinstance(rule.body[0], A.Atom) or not all(
+            isinstance(t, A.Var) and not t.anonymous for t in head):
+        return False
+    names = {t.name for t in head}
+    args = rule.body[0].args
+    return all(isinstance(t, A.Var) and (t.anonymous or t.name in names) for t in args) \
+        and any(t.anonymous for t in args)
 
 
 # -- checking the question -----------------------------------------------------------------

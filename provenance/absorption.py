@@ -885,10 +885,12 @@ class AbsorptionScheme(AnnotationScheme):
         return Zeroing(frozenset(names))
 
     # -- reading provenance (--why) ------------------------------------------------------
-    def describe(self, name: str, loc: Callable[[str], int | None] | None = None) -> str:
+    def describe(self, name: str, loc: Callable[[str], int | None] | None = None,
+                 show: Callable[[str, tuple], str] | None = None) -> str:
         """``link(@a,b)`` for a base variable this scheme handed out, ``not q(@a,b)`` for
         the variable of an absence, ``aggregate m(@a,b,4)`` for an aggregate result's,
-        else the name."""
+        else the name. ``show(pred, values)``, if given, prints the fact (instead of
+        :func:`~provenance.bdd.format_fact` with ``loc``)."""
         key = insertion_id(name)
         fact = self._facts.get(name if key is None else key)
         if fact is None:
@@ -896,6 +898,8 @@ class AbsorptionScheme(AnnotationScheme):
         pred, tup = fact
         prefix = {"!": "not ", "=": "aggregate "}.get(pred[:1], "")
         pred = pred[1:] if prefix else pred
+        if show is not None:
+            return prefix + show(pred, tup)
         return prefix + format_fact(pred, tup, loc(pred) if loc else None)
 
     def explain(self, ctx, stored, loc: Callable[[str], int | None] | None = None) -> str:
@@ -914,7 +918,8 @@ class AbsorptionScheme(AnnotationScheme):
         return list(have.fs) if type(have) is Alternatives else [have]
 
     def explain_sets(self, sets: Iterable[frozenset],
-                     loc: Callable[[str], int | None] | None = None) -> str:
+                     loc: Callable[[str], int | None] | None = None,
+                     show: Callable[[str, tuple], str] | None = None) -> str:
         """:meth:`explain` for a provenance given by its minimal variable sets (as
         :meth:`minimal_sets` gives them; ``psn run --why`` computes a fact's complete
         provenance so, :mod:`engine.why`): shorter products first, then by their
@@ -922,17 +927,20 @@ class AbsorptionScheme(AnnotationScheme):
         nodes made (aggregate results, absences) by what they describe, so that one
         formula prints one way whatever the manager's variable order and the order in
         which the nodes made their variables (which follows the delivery order);
-        ``false`` without a set, ``true`` for the empty one."""
+        ``false`` without a set, ``true`` for the empty one. ``show`` prints a fact, as
+        for :meth:`describe`."""
         def key(v: str) -> tuple:
             i = insertion_id(v)
-            return (0, i, "") if i is not None and i >= 0 else (1, 0, self.describe(v, loc))
+            return (0, i, "") if i is not None and i >= 0 else \
+                (1, 0, self.describe(v, loc, show))
         products = sorted((sorted(s, key=key) for s in sets),
                           key=lambda p: (len(p), [key(v) for v in p]))
         if not products:
             return "false"
         if not products[0]:
             return "true"
-        return " ∨ ".join(" ∧ ".join(self.describe(v, loc) for v in p) for p in products)
+        return " ∨ ".join(" ∧ ".join(self.describe(v, loc, show) for v in p)
+                          for p in products)
 
     def minimal_sets(self, ctx, stored) -> list[frozenset]:
         """The minimal satisfying variable sets of a stored provenance (PosBool)."""

@@ -436,3 +436,26 @@ def test_aggregate_selection_explains_the_best_tuples_in_full():
     for t in rels["cost"]:
         if best[t[:2]] == t[2]:
             assert why(nets["auto"], "cost", t) == why(nets["off"], "cost", t), t
+
+
+def test_an_absence_of_a_projection_prints_as_the_atom_the_program_wrote(tmp_path, capsys):
+    """`not link(@S, _)` is evaluated as the negation of a hidden projection: --why
+    printed 'not link_some(@6)', a predicate the program does not have."""
+    from psn.cli import main
+    program = psn.parse("""
+        i0 linkIn(@D, S) :- link(@S, D).
+        i1 isolated(@S) :- node(@S), not link(@S, _).
+        i2 lonely(@S) :- node(@S), not link(@S, _), not linkIn(@S, _).
+        i3 quiet(@S) :- node(@S), not tri(@S, _, 1).
+    """)
+    facts = {"node": [(5,), (6,)], "link": [(4, 5)], "tri": [(5, 2, 2)]}
+    net = Network(program, facts).run()
+    assert net.why("isolated", (6,)) == "node(@6) ∧ not link(@6,_)"
+    assert net.why("lonely", (6,)) == "node(@6) ∧ not link(@6,_) ∧ not linkIn(@6,_)"
+    assert net.why("quiet", (5,)) == "node(@5) ∧ not tri(@5,_,1)"
+    path = tmp_path / "f.ndl"
+    path.write_text("node(@6). link(@4, 5).\n")
+    source = tmp_path / "p.ndl"
+    source.write_text("i1 isolated(@S) :- node(@S), not link(@S, _).\n")
+    assert main(["run", str(source), "--facts", str(path), "--why", "isolated(@6)"]) == 0
+    assert "isolated(@6) = node(@6) ∧ not link(@6,_)" in capsys.readouterr().out
