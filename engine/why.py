@@ -227,6 +227,8 @@ def _check(net, pred: str, tup: tuple) -> str:
     arities = _arities(net)
     want = arities.get(pred)
     if want is None:
+        if any(t.pred == pred for t in net.program.source.tables):
+            return text         # a table declared, never used and holding no fact yet
         hidden = net.program.hidden
         known = ", ".join(f"{p}/{n}" for p, n in sorted(arities.items()) if p not in hidden)
         raise InputError(f"--why {text}: unknown predicate '{pred}' (known: {known})")

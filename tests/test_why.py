@@ -459,3 +459,22 @@ def test_an_absence_of_a_projection_prints_as_the_atom_the_program_wrote(tmp_pat
     source.write_text("i1 isolated(@S) :- node(@S), not link(@S, _).\n")
     assert main(["run", str(source), "--facts", str(path), "--why", "isolated(@6)"]) == 0
     assert "isolated(@6) = node(@6) ∧ not link(@6,_)" in capsys.readouterr().out
+
+
+def test_a_declared_table_without_facts_is_not_an_unknown_predicate(tmp_path, capsys):
+    """psn run accepts --why 'foo(@a)' for a table the program declares with materialize
+    and nothing uses; after the whole run, why() then called it an unknown predicate and
+    the run's output was lost."""
+    from psn.cli import main
+    text = "materialize(foo, infinity, infinity, keys(1)).\nr1 r(@S, D) :- link(@S, D).\n"
+    net = Network(psn.parse(text), {"link": [("a", "b")]}).run()
+    with pytest.raises(NotDerived, match=r"foo\(a\): not derived"):
+        net.why("foo", ("a",))
+    with pytest.raises(InputError, match="unknown predicate 'bar'"):
+        net.why("bar", ("a",))
+    program, facts = tmp_path / "p.ndl", tmp_path / "f.ndl"
+    program.write_text(text)
+    facts.write_text("link(@a, b).\n")
+    assert main(["run", str(program), "--facts", str(facts), "--why", "foo(@a)"]) == 0
+    out = capsys.readouterr().out
+    assert "foo(@a): not derived" in out and "r(a, b)" in out
