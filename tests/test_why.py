@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -478,3 +479,31 @@ def test_a_declared_table_without_facts_is_not_an_unknown_predicate(tmp_path, ca
     assert main(["run", str(program), "--facts", str(facts), "--why", "foo(@a)"]) == 0
     out = capsys.readouterr().out
     assert "foo(@a): not derived" in out and "r(a, b)" in out
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_psn_run_keeps_its_output_when_a_why_is_too_large(tmp_path, capsys, fmt):
+    """A --why past the limit of derivations ended psn run with only the error: the step
+    table, the relations and the other --why answers were lost."""
+    import json
+
+    from psn.cli import main
+    facts = tmp_path / "f.ndl"
+    facts.write_text(" ".join(f"link(@{a},{b})." for a, b in _ladder(12)) + "\n")
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    argv = ["run", str(program), "--facts", str(facts), "--relation", "link", "--format",
+            fmt, "--why", "reachable(@s0,s12)", "--why", "reachable(@s0,s1)"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    small = "link(@s0,a0) ∧ link(@a0,s1) ∨ link(@s0,b0) ∧ link(@b0,s1)"
+    assert re.search(r"error: --why reachable\(@s0, s12\): the complete provenance is too "
+                     r"large: reachable\(@\w+, s12\) alone has more than 2,000 "
+                     r"derivations\n", err)
+    assert "hint: ask about a fact closer" in err and "Traceback" not in err
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["why"] == {"reachable(@s0,s1)": small} and len(doc["relations"]["link"])
+        assert doc["why_errors"]["reachable(@s0,s12)"].startswith("--why reachable(@s0, ")
+    else:
+        assert f"reachable(@s0,s1) = {small}" in out and "link(s0, a0)" in out
+        assert "reachable(@s0,s12): too large to print (see the error)" in out

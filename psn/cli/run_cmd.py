@@ -24,8 +24,9 @@ import contextlib
 import json
 import sys
 from dataclasses import dataclass
+from typing import Any
 
-from ndlog.errors import InputError
+from ndlog.errors import InputError, PSNError
 from ndlog.output import program_shapes
 from ndlog.text import count_noun, shows_progress
 
@@ -73,7 +74,9 @@ class Outcome:
     relations: dict[str, set]
     base_facts: dict[str, set]
     metrics: dict
-    why: list[tuple[str, str]]
+    #: ``(text, formula)``; the formula is None for a fact that is not derived, the
+    #: :class:`engine.why.TooLarge` error for one whose provenance is too large to print
+    why: list[tuple[str, Any]]
 
 
 def execute(args: argparse.Namespace, program=None) -> Outcome:
@@ -267,7 +270,6 @@ def _why_facts(texts: list[str], shapes: dict) -> list[tuple[str, str, tuple]]:
     checked against the program's ``shapes`` (:func:`ndlog.output.program_shapes`) as the
     facts are: a predicate, arity or ``@`` the program does not have is refused before the
     run, not after it."""
-    from ndlog.errors import PSNError
     from ndlog.parser import FactShapes, parse_atom
     out = []
     for text in texts:
@@ -323,12 +325,16 @@ def _refuse_inexact_deletions(args, program, options, bursts, engine: str) -> No
 
 
 def _why(runner, pred: str, tup: tuple) -> str | None:
-    """The formula of ``--why``, or ``None`` for a fact that is not derived."""
-    from engine.why import NotDerived
+    """The formula of ``--why``, ``None`` for a fact that is not derived, or the
+    :class:`engine.why.TooLarge` error (reported after the run's output, which a question
+    too large to answer does not throw away)."""
+    from engine.why import NotDerived, TooLarge
     try:
         return runner.why(pred, tup)
     except NotDerived:
         return None
+    except TooLarge as exc:
+        return exc
 
 
 def _check_why_supported(runner, wanted) -> None:
@@ -452,27 +458,36 @@ def _progress(args):
 # -- output --------------------------------------------------------------------------------
 
 def report(args, outcome: Outcome) -> int:
-    """Print a run's outcome in ``--format``; returns the exit status (1 if a check
-    failed)."""
+    """Print a run's outcome in ``--format``; returns the exit status (2 if a ``--why``
+    was too large to answer, else 1 if a check failed)."""
     from ndlog.output import relations_to_json, select_relations
 
     rows = outcome.rows
     relations = select_relations(outcome.relations, args.relation)
     failed = [(i, r) for i, r in enumerate(rows) if r["check"] is False]
     summary = _summary(rows)
+    too_large = [(text, f) for text, f in outcome.why if isinstance(f, PSNError)]
+    answered = [(text, f) for text, f in outcome.why if not isinstance(f, PSNError)]
     if args.format == "json":
         doc = {"run": outcome.run, "steps": [_jsonable_row(i, r) for i, r in
                                               enumerate(rows)],
                "summary": summary, "relations": relations_to_json(relations),
                "metrics": outcome.metrics}
-        if outcome.why:
-            doc["why"] = dict(outcome.why)
+        if answered:
+            doc["why"] = dict(answered)
+        if too_large:
+            doc["why_errors"] = {text: exc.message for text, exc in too_large}
         print(json.dumps(doc, sort_keys=True, default=repr))
     else:
         print_table(outcome.run, rows, summary)
         _print_relations(relations, explicit=bool(args.relation))
         for text, formula in outcome.why:
-            print(f"{text}: not derived" if formula is None else f"{text} = {formula}")
+            if isinstance(formula, PSNError):
+                print(f"{text}: too large to print (see the error)")
+            else:
+                print(f"{text}: not derived" if formula is None else f"{text} = {formula}")
+    for _, exc in too_large:
+        print(exc.render(), file=sys.stderr)
     for i, r in failed:
         print(f"check failed after step {i} ({r['label']}):", file=sys.stderr)
         for rel, sign, tup in r["diff"]:
@@ -481,7 +496,7 @@ def report(args, outcome: Outcome) -> int:
     if args.check:
         verdict = "ok" if not failed else f"FAILED after {count_noun(len(failed), 'step')}"
         print(f"-- check against {args.check}: {verdict}", file=sys.stderr)
-    return 1 if failed else 0
+    return 2 if too_large else 1 if failed else 0
 
 
 def _jsonable_row(i: int, row: dict) -> dict:
