@@ -458,8 +458,8 @@ def _progress(args):
 # -- output --------------------------------------------------------------------------------
 
 def report(args, outcome: Outcome) -> int:
-    """Print a run's outcome in ``--format``; returns the exit status (2 if a ``--why``
-    was too large to answer, else 1 if a check failed)."""
+    """Print a run's outcome in ``--format``; returns the exit status (1 if a check
+    failed, else 2 if a ``--why`` was too large to answer)."""
     from ndlog.output import relations_to_json, select_relations
 
     rows = outcome.rows
@@ -496,7 +496,7 @@ def report(args, outcome: Outcome) -> int:
     if args.check:
         verdict = "ok" if not failed else f"FAILED after {count_noun(len(failed), 'step')}"
         print(f"-- check against {args.check}: {verdict}", file=sys.stderr)
-    return 2 if too_large else 1 if failed else 0
+    return 1 if failed else 2 if too_large else 0
 
 
 def _jsonable_row(i: int, row: dict) -> dict:
