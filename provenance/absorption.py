@@ -522,8 +522,9 @@ class AbsorptionScheme(AnnotationScheme):
     # -- transitions ---------------------------------------------------------------------
     def fresh_type(self, ctx) -> type | None:
         """A single derivation (a :data:`Cube`) of an absent fact is stored and fired as
-        it came while the node has zeroed no insertion id and holds no facts for
-        aggregate selection (:meth:`pick`'s first case)."""
+        it came while the node has zeroed no insertion id and keeps no index of its facts
+        by variable (:attr:`AbsorptionContext.holders`, which :meth:`pick` would extend):
+        :meth:`pick`'s first case."""
         return tuple if not ctx.zids and ctx.holders is None else None
 
     def pick(self, ctx, fact, stored, sign: int, ann, owned: bool = False):
