@@ -436,3 +436,25 @@ def test_psn_run_shows_a_long_steps_progress_on_its_bar(monkeypatch, capsys, eng
     assert main(["run", program, "--topology", "ring", "--engine", engine, *extra,
                  "--relation", "link", "--progress"]) == 0
     assert re.search(shows, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("engine", ["memory", "ray"])
+def test_a_wait_on_soft_state_is_refused_on_an_engine_without_virtual_time(
+        tmp_path, capsys, engine):
+    """``--engine memory --workload "all;wait:3s"`` on a program whose links expire after
+    2 s ran the wait, expired nothing and passed ``--check`` (which compares with the same
+    base facts): a run that looked like the simulator's and was another. It is refused
+    before any engine starts; a program without soft state may still wait."""
+    soft = tmp_path / "soft.ndl"
+    soft.write_text("materialize(link, 2, infinity, keys(1, 2)).\n"
+                    "r1 reachable(@S, D) :- link(@S, D).\n")
+    args = ["--engine", engine, "--topology", "ring", "--workload", "all;wait:3s", "--check"]
+    assert main(["run", str(soft), *args]) == 2
+    err = capsys.readouterr().err
+    assert ("waits, but engine " + engine + " has no virtual time: table link expires its "
+            "facts after 2") in err and "--engine sim" in err and "Traceback" not in err
+    if engine == "memory":
+        hard = tmp_path / "hard.ndl"
+        hard.write_text("r1 reachable(@S, D) :- link(@S, D).\n")
+        assert main(["run", str(hard), *args]) == 0
+        assert main(["run", str(soft), *args[2:]]) == 0          # the simulator expires

@@ -99,7 +99,8 @@ def execute(args: argparse.Namespace, program=None) -> Outcome:
     topology = _topology(args)
     if topology is not None:            # refused before a runner starts: too many deletions
         from engine.workloads import parse_workload
-        parse_workload(args.workload or "all", topology)
+        _refuse_timeless_wait(parse_workload(args.workload or "all", topology), program,
+                              engine)
     shapes = program_shapes(program)
     facts = _read_facts(args, shapes)
     bursts = _read_bursts(args, shapes)
@@ -302,6 +303,22 @@ def _why_wanted(texts: list[str], program, options, shapes: dict
     for text, pred, _ in wanted:
         refuse_split(program, pred, repr(text))
     return wanted
+
+
+def _refuse_timeless_wait(workload, program, engine: str) -> None:
+    """Refuse a ``wait`` phase on an engine without virtual time when the program has soft
+    state: nothing would expire, and ``--check`` would agree (it compares with the same
+    base facts), so the run would look like the simulator's and be another."""
+    from engine.guards import soft_state_deletions
+    from engine.workloads import Wait
+    if engine == "sim" or not any(isinstance(p, Wait) for p in workload.phases):
+        return
+    soft = soft_state_deletions(program)
+    if soft is not None:
+        raise InputError(f"the workload {workload.spec!r} waits, but engine {engine} has no "
+                         f"virtual time: {soft}, and nothing would expire",
+                         hint="run it on the simulator (--engine sim), which expires soft "
+                              "state as time passes")
 
 
 def _refuse_inexact_deletions(args, program, options, bursts, engine: str) -> None:
