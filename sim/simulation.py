@@ -320,7 +320,9 @@ class Simulation:
                                    updates), check, heartbeat)
 
     def advance(self, seconds: float, check: bool = False) -> StepResult:
-        """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence.
+        """Let ``seconds`` of virtual time pass (soft state expires) and run to quiescence
+        (later than ``seconds`` from now when the expiries' deletions are still being
+        processed then).
 
         Raises
         ------
@@ -380,8 +382,9 @@ class Simulation:
 
     def _wait(self, seconds: float) -> float | None:
         """Let virtual time pass; whatever happens meanwhile (soft-state expiries) is
-        processed at its own time, then the clock stands at ``now + seconds``. Returns the
-        time of the first event in the wait, ``None`` if nothing happened."""
+        processed at its own time and run to quiescence, then the clock stands at
+        ``now + seconds``, or later if that run was still going on then. Returns the time of
+        the first event in the wait, ``None`` if nothing happened."""
         clock, tr = self.clock, self.transport
         target = clock.now() + seconds
         if target > MAX_TIME:

@@ -223,6 +223,23 @@ def test_an_expiry_during_a_barrier_is_delivered_before_the_step_ends(annotation
     assert s.expired == 1 and "m" not in s.base_facts() and s.relations()["m"] == set()
 
 
+def test_a_wait_lasts_until_the_deletions_of_its_expiries_are_processed():
+    """docs/simulator.md: a wait whose expiries are still being processed when its time is
+    up ends once they are done, and a burst after it starts its lifetimes then."""
+    program = psn.parse("materialize(s, 2, infinity, keys(1, 2)).\n"
+                        "r1 q(@D, S) :- s(@S, D).\n")
+    ring = topologies.make("ring", n=3, latency=1500)           # 1.5 s per link
+    sim = Simulation(program, ring, delivery="fifo", seed=0, processing="0s+0s")
+    sim.step(insert={"s": [(0, 1)]})                            # q(@1, 0) at 1.5 s
+    assert sim.now == pytest.approx(1.5)
+    # s(@0, 1) expires at 2 s, 0.5 s into the wait; its deletion reaches node 1 at 3.5 s
+    sim.step(insert={"s": [(1, 2)]}, advance=1.2, check=True)
+    assert sim.expired == 1 and sim.steps[-1].start == pytest.approx(2.0)
+    sim.advance(5.49 - sim.now)                                 # injected at 3.5, not 2.7
+    assert sim.base_facts() == {"s": {(1, 2)}} and sim.relations()["q"] == {(2, 1)}
+    assert sim.advance(0.02, check=True).check and sim.base_facts() == {}
+
+
 @pytest.mark.parametrize("engine", ["memory", "sim"])
 def test_a_burst_file_applies_in_its_own_order_on_every_engine(engine, tmp_path, capsys):
     """Insert, then delete, then insert: the simulator used to move every deletion first
