@@ -266,6 +266,27 @@ def _final_states(problem, policy) -> tuple[set, int]:
             return out, runs
 
 
+def test_the_state_form_keeps_a_dred_count():
+    """DRed stores ``(count, derived)`` per fact and joins it as one occurrence whatever the
+    count: a base fact inserted twice survives one deletion, one inserted once does not, so
+    the two node states are not the same state. The forms took only the occurrences and
+    merged them (state hashing would have skipped one as explored)."""
+    from engine.network import Network
+    from psn.verify.fingerprint import digest, node_form
+    program = "r(@S, D) :- link(@S, D).\n"
+    forms, left = [], []
+    for times in (1, 2):
+        net = Network(program, annotation="dred", delivery="fifo")
+        net.apply(["+link(@1, 2)"] * times)
+        net.run()
+        forms.append(digest(node_form(net.nodes[1], net.scheme)))
+        net.apply(["-link(@1, 2)"])
+        net.run()
+        left.append(net.relations()["r"])
+    assert left == [set(), {(1, 2)}]            # they behave differently ...
+    assert forms[0] != forms[1]                 # ... so their forms differ
+
+
 REDUCTION_CASES = {
     "liu-fig2": lambda: Problem.make(REACH, {"link": LIU_LINKS}, [['-link(@"C", "B")']]),
     "overlap": lambda: Problem.make(REACH, {"link": [(1, 2), (2, 3)]},

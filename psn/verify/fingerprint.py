@@ -72,7 +72,7 @@ class Canon:
     Parameters
     ----------
     scheme:
-        The annotation scheme (for :meth:`stored`: ``occurrences`` of a stored value).
+        The annotation scheme (kept for callers; the forms do not depend on it).
     bdd:
         The :class:`~provenance.bdd.BDDContext` the node's BDDs live in, if any.
     """
@@ -142,11 +142,14 @@ class Canon:
         finally:
             self._active.discard(key)
 
-    def stored(self, value: Any) -> tuple:
-        """A stored value as the sorted multiset of its occurrences' forms."""
+    def stored(self, value: Any) -> Any:
+        """A stored value's form: the whole value, not only the occurrences it contributes
+        to joins (DRed's ``(count, derived)`` joins as one occurrence whatever its count,
+        and a count of 2 survives a deletion that a count of 1 does not). A multiset of
+        occurrences (a dict) or a set is compared by content, in any order."""
         if value is None:
             return ()
-        return tuple(sorted(repr(self(o)) for o in self.scheme.occurrences(value)))
+        return self(value)
 
 
 def _attribute_names(x: Any) -> list[str] | None:
