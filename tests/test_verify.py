@@ -324,6 +324,28 @@ def test_past_the_bound_is_a_no_quiescence_counterexample():
     assert cex.kind == "no-quiescence" and "within 30 deliveries" in cex.message
 
 
+def test_a_long_load_of_the_facts_is_not_a_counterexample():
+    """The initial facts loaded in FIFO order are one schedule that sets the scene: with
+    derivation sets, reachable on a line of 3 nodes loads in 82 deliveries, and its burst
+    takes at most 20 in any order. With a bound of 20 deliveries per phase the load was a
+    no-quiescence counterexample ('NOT correct even in FIFO order') of a correct scheme
+    whose load does end (so was the default bound on a 5-cycle: 3,600 deliveries); the
+    bound counts the explored phases, and a FIFO load may take 100 times as many."""
+    line = [(1, 2), (2, 1), (2, 3), (3, 2)]
+    result = psn.verify(REACH, {"link": line}, [["-link(@1, 2)"]], annotation="derivation",
+                        mode="exhaustive", scope="bound=20")
+    assert result.ok and result.complete, result.summary()
+    result = psn.verify(REACH, {"link": line}, [["-link(@1, 2)"]], annotation="derivation",
+                        scope="bound=20", budget=20)        # auto: the FIFO schedule first
+    assert result.ok and result.mode != "fifo", result.summary()
+    # a load that never ends is still one
+    result = psn.verify(APQ, {"a": [(0,)]}, [["-a(@0)"]], annotation=AlwaysFire.name,
+                        scope="nohash,bound=5", unsafe=True)
+    assert not result.ok and result.counterexample.kind == "no-quiescence"
+    assert result.counterexample.label == "facts"
+    assert "within 500 deliveries in FIFO order" in result.counterexample.message
+
+
 # -- scopes, budgets, modes -------------------------------------------------------------------
 @pytest.mark.parametrize("annotation", ["derivation", "absorption"])
 def test_overlapping_bursts_and_batches(annotation):

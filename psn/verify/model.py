@@ -38,7 +38,7 @@ from ndlog.builtins import format_value
 from ndlog.errors import EvaluationError
 
 from .fingerprint import Canon, digest, node_form, update_form
-from .scope import Problem
+from .scope import UNEXPLORED_FACTOR, Problem
 
 __all__ = ["Execution", "Transition", "Decision", "RunResult", "Step", "Reference",
            "Prune", "Violation", "FAILURES", "tag_of", "node_text"]
@@ -393,12 +393,14 @@ class Execution:
 
     def _choose(self, transport: ScheduledTransport) -> list[Message]:
         self.depth += 1
-        if self.depth > self.scope.bound:
+        phase = self.phases[self.phase]
+        bound = self.scope.bound if phase.explored else self.scope.bound * UNEXPLORED_FACTOR
+        if self.depth > bound:
             raise Violation("no-quiescence",
-                            f"{self.phases[self.phase].label} did not reach quiescence "
-                            f"within {self.scope.bound:,} deliveries")
+                            f"{phase.label} did not reach quiescence within {bound:,} "
+                            f"deliveries" + ("" if phase.explored else " in FIFO order"))
         self._close_step()
-        if not self.phases[self.phase].explored:     # FIFO: the oldest message
+        if not phase.explored:                      # FIFO: the oldest message
             self.rounds[self.phase] = self.rounds.get(self.phase, 0) + 1
             m = transport.pending[0]
             # the same deliveries open every schedule: the send number names the message
