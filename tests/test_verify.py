@@ -324,6 +324,34 @@ def test_past_the_bound_is_a_no_quiescence_counterexample():
     assert cex.kind == "no-quiescence" and "within 30 deliveries" in cex.message
 
 
+def test_without_state_hashing_the_verdict_counts_choices_not_distinct_states():
+    """Without state hashing the exhaustive search counts the delivery choices it explored,
+    and the verdict called them distinct states: 78 on this scope, where a walk that
+    digests every choice meets 68 distinct states (the number the search with hashing
+    reports)."""
+    problem = Problem.make(REACH, {"link": [(1, 2), (2, 1), (2, 3), (3, 2)]},
+                           [["-link(@2, 3)"]], scope="nohash")
+    policy, seen, reference = ExhaustivePolicy(problem), set(), Reference(problem)
+    choose = policy.choose
+
+    def digesting(d):
+        seen.add(d.state())
+        return choose(d)
+    policy.choose = digesting
+    while True:
+        Execution(problem, policy, reference).run()
+        if not policy.backtrack():
+            break
+    hashed = verify_problem(problem.with_scope(hashing=True), "exhaustive")
+    assert hashed.states == len(seen) and hashed.distinct_states
+    assert "distinct states" in hashed.summary() and hashed.to_json()["states_distinct"]
+    plain = verify_problem(problem, "exhaustive")
+    assert plain.ok and plain.complete and plain.states > len(seen)
+    assert not plain.distinct_states and not plain.to_json()["states_distinct"]
+    assert "distinct state" not in plain.summary()
+    assert f"{plain.states} delivery choices (no state hashing)" in plain.summary()
+
+
 def test_a_long_load_of_the_facts_is_not_a_counterexample():
     """The initial facts loaded in FIFO order are one schedule that sets the scene: with
     derivation sets, reachable on a line of 3 nodes loads in 82 deliveries, and its burst

@@ -62,7 +62,9 @@ class VerifyResult:
     finished:
         Schedules run to the end of the last burst.
     states:
-        Distinct network states met at delivery choices (summed over workers).
+        Distinct network states met at delivery choices (summed over workers); when
+        ``distinct_states`` is False (an exhaustive search without state hashing: scope
+        ``nohash`` or ``delays``), the delivery choices explored, which may repeat a state.
     deliveries:
         Deliveries executed in the explored phases, replayed prefixes included.
     seconds:
@@ -96,6 +98,7 @@ class VerifyResult:
     jobs: int = 1
     notes: list = field(default_factory=list)
     spent: bool = False
+    distinct_states: bool = True
 
     def __bool__(self) -> bool:
         return self.ok
@@ -120,8 +123,10 @@ class VerifyResult:
                if self.estimate is not None else "")
             + f"; {'complete' if self.complete else 'not complete'}",
             f"  {count_noun(self.schedules, 'schedule')} ({self.finished:,} to the end), "
-            f"{count_noun(self.states, 'distinct state')}, "
-            f"{count_noun(self.deliveries, 'delivery', 'deliveries')} in {self.seconds:.2f} s",
+            + (f"{count_noun(self.states, 'distinct state')}, " if self.distinct_states
+               else f"{count_noun(self.states, 'delivery choice')} (no state hashing), ")
+            + f"{count_noun(self.deliveries, 'delivery', 'deliveries')} in "
+              f"{self.seconds:.2f} s",
             f"  scope: {self.scope.describe()}",
             f"  budget: {self.budget.describe()}",
         ]
@@ -146,6 +151,7 @@ class VerifyResult:
                 "annotation": self.annotation, "schedules": self.schedules,
                 "finished": self.finished, "states": self.states,
                 "deliveries": self.deliveries, "seconds": round(self.seconds, 3),
+                "states_distinct": self.distinct_states,
                 "scope": self.scope.spec(), "budget": self.budget.describe(),
                 "estimate": self.estimate, "jobs": self.jobs, "notes": list(self.notes),
                 "budget_spent": self.spent,
@@ -261,7 +267,8 @@ def verify_problem(problem: Problem, mode: str = "auto", budget: Budget | None =
         counterexample=cex, scope=problem.scope, budget=budget,
         annotation=problem.annotation_name,
         estimate=info.get("estimate") if mode == "auto" else None, jobs=jobs,
-        notes=list(stats.notes), spent=stats.spent and stats.failure is None)
+        notes=list(stats.notes), spent=stats.spent and stats.failure is None,
+        distinct_states=stats.distinct)
 
 
 def _search_bar(budget: Budget, jobs: int, progress: bool | None):

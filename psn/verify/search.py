@@ -93,7 +93,9 @@ class SearchStats:
     finished:
         Schedules run to the end of the last phase.
     states:
-        Distinct network states met (at delivery choices).
+        Distinct network states met (at delivery choices); with ``distinct`` False, the
+        delivery choices explored (an exhaustive search without state hashing, which
+        computes no state digests).
     deliveries:
         Deliveries executed, replayed prefixes included.
     complete:
@@ -114,6 +116,7 @@ class SearchStats:
     seconds: float = 0.0
     notes: list = field(default_factory=list)
     spent: bool = False
+    distinct: bool = True
 
     def merge(self, other: "SearchStats") -> None:
         self.schedules += other.schedules
@@ -122,6 +125,7 @@ class SearchStats:
         self.deliveries += other.deliveries
         self.complete = self.complete and other.complete
         self.spent = self.spent or other.spent
+        self.distinct = self.distinct and other.distinct
         if self.failure is None:
             self.failure = other.failure
 
@@ -407,6 +411,7 @@ class Search:
                     stats.notes.append("the delay bound left delivery orders out")
                 break
         stats.states = len(policy.visited) if policy.hashing else policy.frames
+        stats.distinct = policy.hashing
         stats.seconds = time.monotonic() - self.start
         return stats
 
