@@ -374,6 +374,16 @@ def test_a_long_load_of_the_facts_is_not_a_counterexample():
     assert "within 500 deliveries in FIFO order" in result.counterexample.message
 
 
+def test_a_failing_fifo_schedule_claims_no_estimate_of_the_orders():
+    """``auto`` estimates the delivery orders from the FIFO schedule; when that schedule
+    fails, no estimate was made (the verdict said 'about 0 delivery orders' after a load
+    that never ended)."""
+    result = psn.verify(APQ, {"a": [(0,)]}, [["-a(@0)"]], annotation=AlwaysFire.name,
+                        scope="nohash,bound=5", unsafe=True)
+    assert result.mode == "fifo" and not result.ok
+    assert "delivery orders" not in result.summary()
+
+
 # -- scopes, budgets, modes -------------------------------------------------------------------
 @pytest.mark.parametrize("annotation", ["derivation", "absorption"])
 def test_overlapping_bursts_and_batches(annotation):

@@ -120,7 +120,7 @@ class VerifyResult:
             verdict,
             f"  annotation {self.annotation}; {search}"
             + (f" (auto: about {self.estimate:,} delivery orders)"
-               if self.estimate is not None else "")
+               if self.estimate is not None and self.mode != "fifo" else "")
             + f"; {'complete' if self.complete else 'not complete'}",
             f"  {count_noun(self.schedules, 'schedule')} ({self.finished:,} to the end), "
             + (f"{count_noun(self.states, 'distinct state')}, " if self.distinct_states
