@@ -279,7 +279,7 @@ def test_the_state_form_keeps_a_dred_count():
         net = Network(program, annotation="dred", delivery="fifo")
         net.apply(["+link(@1, 2)"] * times)
         net.run()
-        forms.append(digest(node_form(net.nodes[1], net.scheme)))
+        forms.append(digest(node_form(net.nodes[1])))
         net.apply(["-link(@1, 2)"])
         net.run()
         left.append(net.relations()["r"])

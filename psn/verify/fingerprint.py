@@ -71,14 +71,11 @@ class Canon:
 
     Parameters
     ----------
-    scheme:
-        The annotation scheme (kept for callers; the forms do not depend on it).
     bdd:
         The :class:`~provenance.bdd.BDDContext` the node's BDDs live in, if any.
     """
 
-    def __init__(self, scheme, bdd: BDDContext | None = None):
-        self.scheme = scheme
+    def __init__(self, bdd: BDDContext | None = None):
         self.bdd = bdd
         self._active: set[int] = set()
 
@@ -184,12 +181,12 @@ NODE_ATTRIBUTES_READ = frozenset({
 })
 
 
-def node_form(node, scheme) -> tuple:
+def node_form(node) -> tuple:
     """Everything of one :class:`engine.node.Node` a delivery order can change: committed
     state with annotations, waiting deletions, queue, annotation context, pick and send
     stages, aggregate operators, and any other data attribute of the node (see the module
     docstring)."""
-    canon = Canon(scheme, getattr(node.ctx, "bdd", None))
+    canon = Canon(getattr(node.ctx, "bdd", None))
     state = tuple(sorted(
         (pred, tuple(sorted((repr(canon(t)), canon.stored(s)) for t, s in table.items())))
         for pred, table in node.state.items() if table))

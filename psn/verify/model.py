@@ -493,7 +493,7 @@ class Execution:
         return m.key
 
     def _message_key(self, m: Message) -> bytes:
-        canon = Canon(self.scheme, getattr(self.net.context_of(m.dst), "bdd", None))
+        canon = Canon(getattr(self.net.context_of(m.dst), "bdd", None))
         return digest((repr(canon(m.src)), tuple(update_form(canon, u) for u in m.updates)))
 
     # -- state digests ---------------------------------------------------------------------
@@ -529,7 +529,7 @@ class Execution:
             history = self.history[node.id] = _NEW(node.id)
         d = self.forms.get(history)
         if d is None:
-            d = self.forms[history] = digest(node_form(node, self.scheme))
+            d = self.forms[history] = digest(node_form(node))
         return d
 
     def _delivered(self, node, what: tuple) -> None:
@@ -578,7 +578,7 @@ class Execution:
         return self.net.program.loc.get(pred) if self.net.program.distributed else None
 
     def _facts(self, node) -> dict[str, str]:
-        canon = Canon(self.scheme, getattr(node.ctx, "bdd", None))
+        canon = Canon(getattr(node.ctx, "bdd", None))
         return {format_fact(p, t, self._loc(p)): repr(canon.stored(s))
                 for p, table in node.state.items() for t, s in table.items()}
 
