@@ -591,10 +591,25 @@ def _cgroup_limit(cgroups: str = "/proc/self/cgroup", root: str = "/sys/fs/cgrou
     return min(limits) if limits else None
 
 
+def _address_space_limit() -> int | None:
+    """The process's soft limit on its address space (``ulimit -v``, ``RLIMIT_AS``) in
+    bytes, or None when there is none (or the system has no such limit).
+
+    Past it an allocation fails: Python raises ``MemoryError`` anywhere, or aborts when it
+    cannot even build that exception, so a ceiling above it never gets to stop a run."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, AttributeError, ValueError, OSError):
+        return None
+    return soft if soft != resource.RLIM_INFINITY and soft > 0 else None
+
+
 def default_memory_limit(fraction: float = DEFAULT_MEMORY_FRACTION) -> int | None:
     """A safe ceiling: ``fraction`` of the machine's physical memory, or of the control
-    group's limit when that is lower (a container). None if neither is known."""
-    known = [m for m in (physical_memory(), _cgroup_limit()) if m]
+    group's limit (a container) or of the process's address-space limit (``ulimit -v``)
+    when that is lower. None if none is known."""
+    known = [m for m in (physical_memory(), _cgroup_limit(), _address_space_limit()) if m]
     return int(min(known) * fraction) if known else None
 
 

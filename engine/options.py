@@ -101,8 +101,9 @@ class RunOptions:
         the run is then unchecked.
     max_memory:
         Ceiling on the process's resident memory in bytes; past it the run stops with
-        :class:`engine.guards.MemoryLimitError`. ``None``: 75% of the machine's (or the
-        container's) memory (:func:`engine.guards.default_memory_limit`); ``0``: none.
+        :class:`engine.guards.MemoryLimitError`. ``None``: 75% of the machine's (or
+        the container's, or ``ulimit -v``'s when lower) memory
+        (:func:`engine.guards.default_memory_limit`); ``0``: none.
     derivation_budget, derivation_total:
         Derivation sets stored per fact and in all (``--annotation derivation``); past
         either the run stops with :class:`engine.guards.AnnotationBudgetError`. ``None``:

@@ -36,7 +36,8 @@ def evaluate(program, facts=None, *, max_memory=None, aggsel=True, hidden=False)
     them: a predicate the program neither uses nor declares (``materialize``), or a tuple
     of another arity, is an :class:`InputError` naming it (so a misspelt predicate is not
     an empty result). ``max_memory`` is a ceiling on the process's resident memory in
-    bytes, as a run's (None: three quarters of the machine's memory; 0: none), checked
+    bytes, as a run's (None: three quarters of the machine's memory, or of a lower
+    container or ``ulimit -v`` limit; 0: none), checked
     after every rule firing: past it the evaluation stops with an
     :class:`EvaluationError` (``engine.guards.MemoryLimitError``) naming the round and
     the predicates, instead of running a program without a finite fixpoint until the

@@ -541,6 +541,33 @@ def test_psn_eval_and_reference_stop_past_max_memory(tmp_path, command):
     assert "(or off for none)" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_default_ceiling_is_below_an_address_space_limit(tmp_path):
+    # under `ulimit -v` an allocation past the limit fails first: a default ceiling of 75%
+    # of the machine let `psn eval` of an endless program end in a MemoryError or abort
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from engine.guards import default_memory_limit\n"
+            "print(default_memory_limit(), default_memory_limit(0.5))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split() == [str(3 << 28), str(1 << 29)], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", ["eval", "run"])
+def test_an_endless_program_stops_by_default_under_ulimit_v(tmp_path, command):
+    (tmp_path / "endless.ndl").write_text(ENDLESS)
+    (tmp_path / "links.ndl").write_text("link(@1, 2). link(@2, 1).\n")
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
+    done = subprocess.run([sys.executable, "-m", "psn", command, "endless.ndl", "--facts",
+                           "links.ndl"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "over its --max-memory of 450.0 MiB" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+
+
 def test_the_reference_ceiling_is_checked_up_front(capsys):
     from psn.cli import main
     program = str(Path(__file__).resolve().parents[1] / "examples" / "reachable.ndl")
