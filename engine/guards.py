@@ -478,15 +478,22 @@ class MemoryGuard:
         Seconds between two readings by :meth:`check_soon` (a node's step over a huge
         batch calls it between chunks of updates, and is checked about this often while
         it grows).
+    share:
+        The number of processes that divide ``--max-memory`` among them (the workers of a
+        Ray run), each guarded by ``limit_bytes // share``: the error then names the
+        worker's share and the whole ceiling, not the share as if it were the option.
     """
 
-    __slots__ = ("limit", "every", "hint", "interval", "_left", "_due")
+    __slots__ = ("limit", "every", "hint", "interval", "share", "_left", "_due")
 
     def __init__(self, limit_bytes: int | None, every: int = 1000, hint: str | None = None,
-                 interval: float = 0.05):
+                 interval: float = 0.05, share: int = 1):
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
-        self.limit = limit_bytes or 0
+        if share < 1:
+            raise ValueError(f"share must be at least 1, got {share}")
+        self.limit = (limit_bytes or 0) // share
+        self.share = share
         self.every = every
         self.hint = hint
         self.interval = interval
@@ -540,8 +547,15 @@ class MemoryGuard:
             hint = self.hint or ("the run was stopped before the machine ran out of memory; "
                                  "raise --max-memory (a size like 8G, or a fraction like "
                                  "0.9 of this machine's memory) or run a smaller input")
-            err = MemoryLimitError(f"the run used {format_bytes(used)}, over its "
-                                   f"--max-memory of {format_bytes(self.limit)}; {hint}")
+            if self.share > 1:
+                whole = self.limit * self.share
+                what = (f"a worker used {format_bytes(used)}, over its share (1/{self.share}"
+                        f", {format_bytes(self.limit)}) of the run's --max-memory of "
+                        f"{format_bytes(whole)}")
+            else:
+                what = (f"the run used {format_bytes(used)}, over its --max-memory of "
+                        f"{format_bytes(self.limit)}")
+            err = MemoryLimitError(f"{what}; {hint}")
             err.used, err.limit = used, self.limit
             raise err
         return used

@@ -227,7 +227,7 @@ class RunOptions:
         ``share`` processes (the workers of a Ray run)."""
         from .guards import MemoryGuard, default_memory_limit
         limit = default_memory_limit() if self.max_memory is None else self.max_memory
-        return MemoryGuard(limit // share, every=200)
+        return MemoryGuard(limit, every=200, share=share)
 
     def describe(self) -> dict:
         """The options as JSON-able values (the ``run`` part of a report)."""

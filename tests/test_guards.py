@@ -591,3 +591,16 @@ def test_the_reference_guard_sees_every_round_of_each_stratum():
     assert {preds for _, preds in seen} == {frozenset({"reachable"})}
     rounds = [r for r, _ in seen]
     assert rounds == sorted(rounds) and rounds[0] == 0 and max(rounds) >= 5
+
+
+def test_a_shared_guard_names_its_share_and_the_whole_ceiling():
+    guard = MemoryGuard(MIN_MEMORY * 2, every=1, share=2)
+    assert guard.limit == MIN_MEMORY
+    block = b"\x01" * (MIN_MEMORY + (16 << 20))      # written, so resident
+    with pytest.raises(MemoryLimitError) as info:
+        guard.check()
+    del block
+    assert re.match(r"a worker used [\d.]+ MiB, over its share \(1/2, 64\.0 MiB\) of the "
+                    r"run's --max-memory of 128\.0 MiB; ", info.value.message), str(info.value)
+    with pytest.raises(ValueError, match="share must be at least 1"):
+        MemoryGuard(MIN_MEMORY, share=0)

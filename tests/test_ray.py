@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 
 import pytest
@@ -562,3 +563,19 @@ def test_local_workers_run_at_normal_priority(ray_pool):
     starts them at the driver's own priority."""
     for pid, _ in ray.get([a.ping.remote() for a in ray_pool.actors]):   # (pid, epoch)
         assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_a_worker_past_its_share_of_max_memory_names_the_whole_ceiling(ray_pool):
+    """Each of N workers stops past 1/N of --max-memory, and its error called that share
+    the run's --max-memory: 'psn run ... --engine ray --workers 2 --max-memory 1G' said
+    'over its --max-memory of 512.0 MiB', a ceiling the user never gave."""
+    from engine.guards import MemoryLimitError
+    endless = ("p1 path(@S, D, P) :- link(@S, D), P := [S, D].\n"
+               "p2 path(@S, D, P) :- link(@S, Z), path(@Z, D, P2), P := f_prepend(S, P2).")
+    net = RayNetwork(endless, {"link": [(1, 2), (2, 1)]}, pool=ray_pool, workers=2,
+                     options=RunOptions(max_memory=128 << 20))
+    with pytest.raises(MemoryLimitError) as info:
+        net.run()
+    assert re.search(r"^a worker used [\d.]+ [MG]iB, over its share \(1/2, 64\.0 MiB\) of "
+                     r"the run's --max-memory of 128\.0 MiB; ", info.value.message), \
+        info.value.message
