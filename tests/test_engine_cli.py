@@ -334,6 +334,32 @@ def test_a_stopped_run_keeps_the_metrics_of_its_finished_steps(tmp_path, capsys)
     assert [s["label"] for s in steps] == ["insert 0.2"] and steps[0]["inserted"] > 0
 
 
+@pytest.mark.parametrize("name", ["m.json", "m.csv"])
+def test_a_run_stopped_in_its_first_step_leaves_no_older_metrics(tmp_path, capsys, name):
+    """A run stopped in its first step wrote no --metrics at all, so the file of an earlier
+    run stayed, read as this run's: counting on a 2-cycle (no convergence) after a run
+    that finished. The file now holds the steps this run completed: none."""
+    program = Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl"
+    cycle, line = tmp_path / "cycle.ndl", tmp_path / "line.ndl"
+    cycle.write_text("link(@1, 2).\nlink(@2, 1).\n")
+    line.write_text("link(@1, 2).\n")
+    metrics = tmp_path / name
+    assert main(["run", str(program), "--facts", str(line), "--engine", "sim",
+                 "--metrics", str(metrics)]) == 0
+    assert "facts" in metrics.read_text()
+    assert main(["run", str(program), "--facts", str(cycle), "--engine", "sim",
+                 "--annotation", "counting", "--unsafe", "--max-updates", "1000",
+                 "--metrics", str(metrics)]) == 2
+    out, err = capsys.readouterr()
+    assert "did not converge after 1,000 updates" in err
+    assert "stopped in step 0 (facts)" in out
+    if name.endswith(".json"):
+        doc = json.loads(metrics.read_text())
+        assert doc["steps"] == [] and doc["run"]["annotation"] == "counting"
+    else:
+        assert metrics.read_text().splitlines()[1:] == []
+
+
 def test_output_into_a_closed_pipe_is_not_success(tmp_path):
     """``psn ... | true`` exited 0 even when the command would have failed (a check that
     found differences exits 1): now 141, as for a program SIGPIPE ended, and quietly."""

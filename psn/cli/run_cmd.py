@@ -404,8 +404,8 @@ def _run_steps(args, runner, program, topology, facts, bursts) -> list[dict]:
     finally:
         if bar is not None:
             bar.close()
-        if args.metrics and rows:       # a stopped run too keeps the metrics of its steps
-            runner.sim.write_metrics(args.metrics)
+        if args.metrics:    # a stopped run too keeps the metrics of its steps (maybe none:
+            runner.sim.write_metrics(args.metrics)      # no older run's file is left)
     return rows
 
 
