@@ -57,7 +57,13 @@ from ndlog.expr import compile_compare, compile_term
 from ndlog.gcpause import relaxed_gc
 from ndlog.rewrite import lift_atom_expressions, project_negated_wildcards
 
-__all__ = ["evaluate", "base_facts", "fact_rows", "Relation", "compile_body"]
+__all__ = ["evaluate", "base_facts", "fact_rows", "Relation", "compile_body",
+           "CHECK_TUPLES"]
+
+#: A firing of a rule calls the evaluation's guard once per this many new tuples (or
+#: distinct values collected) as well as at its end: one firing of a cartesian product
+#: derives as many tuples as its relations' sizes multiplied.
+CHECK_TUPLES = 1024
 
 Env = dict
 Emit = Callable[[Env], None]
@@ -585,9 +591,11 @@ def evaluate(program: A.Program, facts: Mapping[str, Iterable] | None = None, *,
     guard:
         Called as ``guard(round, predicates)`` after every firing of a rule, with the
         number of the semi-naive round (0 for the rules that read no predicate of their
-        stratum, and for aggregates) and the predicates of the stratum being evaluated; it
-        raises to stop the evaluation (``psn.evaluate`` passes a memory ceiling, which
-        stops a program that does not terminate). Nothing is checked within one firing.
+        stratum, and for aggregates) and the predicates of the stratum being evaluated,
+        and within a firing once per :data:`CHECK_TUPLES` new tuples it derived (a
+        cartesian product can derive millions in one firing); it raises to stop the
+        evaluation (``psn.evaluate`` passes a memory ceiling, which stops a program that
+        does not terminate or outgrows the machine).
 
     Returns
     -------
@@ -682,17 +690,23 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs, guard) -> Non
         monotone = (_monotone_guard(r, specs[r.head.pred]) if r.head.pred in selections
                     else None)
         target, bucket = rel(r.head.pred), pending.setdefault(r.head.pred, set())
+        left = CHECK_TUPLES
 
         def emit(env: Env) -> None:
+            nonlocal left
             if monotone:
                 monotone(env)
             t = head(env)
             if t not in target.tuples:
                 bucket.add(t)
+                left -= 1
+                if not left:
+                    left = CHECK_TUPLES
+                    guard(rounds, preds)
 
         try:
             if run.projects:
-                _derive_grouped(run, target, bucket)
+                _derive_grouped(run, target, bucket, lambda: guard(rounds, preds))
             else:
                 run(emit)
         except RecursionError:
@@ -721,26 +735,41 @@ def _eval_stratum(comp: set[str], rules: list[A.Rule], rel, specs, guard) -> Non
         plans = _delta_plans(plain, comp, rel, delta, selections)
 
 
-def _derive_grouped(run, target: Relation, bucket: set) -> None:
+def _derive_grouped(run, target: Relation, bucket: set, check: Callable[[], object]
+                    ) -> None:
     """Run a projecting plan (:func:`compile_body`), collecting each key's head values in
     a set, and add to ``bucket`` the head tuples not in ``target``. Reachable at 1,000
     nodes derives 8.1 million tuples in 2.4 million distinct (key, value) pairs: the
-    repeats are dropped as values in small sets, not as tuples in a large one."""
+    repeats are dropped as values in small sets, not as tuples in a large one.
+    ``check()`` is called once per :data:`CHECK_TUPLES` distinct values collected, and as
+    many tuples made."""
     groups: dict = {}
     get = groups.get
+    left = CHECK_TUPLES
 
     def collect(key, values) -> None:
+        nonlocal left
         group = get(key)
         if group is None:
-            groups[key] = set(values)
+            group = groups[key] = set(values)
+            left -= len(group)
         else:
+            size = len(group)
             group.update(values)
+            left -= len(group) - size
+        if left <= 0:
+            left = CHECK_TUPLES
+            check()
     run(collect)
     head_tuples, present = run.head_tuples, target.tuples
     for key, values in groups.items():
         new = set(head_tuples(key, values))
         new -= present
         bucket |= new
+        left -= len(new)
+        if left <= 0:
+            left = CHECK_TUPLES
+            check()
 
 
 def _too_deep(rule: A.Rule) -> EvaluationError:

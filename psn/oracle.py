@@ -21,7 +21,8 @@ from ndlog.errors import InputError
 __all__ = ["reference_evaluator", "memory_ceiling", "checked_facts", "CHECK_EVERY"]
 
 #: seconds between two readings of the resident memory by :func:`memory_ceiling`'s guard
-#: (it is called after every rule firing; a reading is a small file read)
+#: (it is called after every rule firing and every 1,024 tuples within one; a reading is
+#: a small file read)
 CHECK_EVERY = 0.01
 
 

@@ -604,3 +604,32 @@ def test_a_shared_guard_names_its_share_and_the_whole_ceiling():
                     r"run's --max-memory of 128\.0 MiB; ", info.value.message), str(info.value)
     with pytest.raises(ValueError, match="share must be at least 1"):
         MemoryGuard(MIN_MEMORY, share=0)
+
+
+@pytest.mark.parametrize("rule", [
+    "c(@X, A, B) :- p(@X, A), q(@X, B).",                   # head values projected
+    "c(@X, A, B) :- p(@X, A), q(@X, B), A != B.",           # one assignment at a time
+])
+def test_the_reference_ceiling_stops_one_huge_firing(tmp_path, rule):
+    """The reference checked its ceiling only after each firing of a rule, so one firing
+    of a cartesian product went on to its end: 'psn eval' of this rule on 5,000 p and
+    5,000 q facts used 5.01 GiB past a --max-memory of 1G (16 million tuples here need
+    about 3 GiB, over the child's 2 GiB of address space: a MemoryError)."""
+    code = ("import psn\n"
+            "from engine.guards import current_rss\n"
+            "facts = {'p': [('a', i) for i in range(4000)], 'q': [('a', i) for i in "
+            "range(4000)]}\n"
+            "limit = current_rss() + (100 << 20)\n"
+            "try:\n"
+            f"    psn.evaluate({rule!r}, facts, max_memory=limit)\n"
+            "except psn.EvaluationError as exc:\n"
+            "    print(type(exc).__name__, exc.used - limit < (60 << 20), exc.render())\n")
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, preexec_fn=cap)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("MemoryLimitError True error: the evaluation used "), \
+        done.stdout
+    assert "evaluating c;" in done.stdout
