@@ -19,7 +19,15 @@ from typing import Callable
 from .errors import InputError
 
 __all__ = ["BUILTINS", "ARITY", "BuiltinError", "as_list", "format_value", "aggregate_value",
-           "fact_values", "NOT_A_NUMBER", "BEYOND_FLOATS", "brief_value"]
+           "fact_values", "NOT_A_NUMBER", "BEYOND_FLOATS", "brief_value",
+           "MAX_VALUE_NESTING", "nestable"]
+
+#: The deepest a list value built at run time may nest (lists within lists; a list of
+#: scalars nests one level). A recursive rule that wraps a list in a list every round
+#: (``Y := [Z]``) has no finite fixpoint and grows memory too slowly for a ceiling to stop
+#: it, while hashing ever deeper values costs ever more time and, some 100,000 levels
+#: down, overflows the C stack (a crash); this bound stops it first, with an error.
+MAX_VALUE_NESTING = 2000
 
 #: the end of every error for a computed nan (``infinity - infinity``, ``0 * infinity``)
 NOT_A_NUMBER = ("is not a number (nan), which NDlog refuses: a nan equals nothing, itself "
@@ -154,6 +162,24 @@ def _need_number(name: str, x):
     return x
 
 
+def nestable(x):
+    """``x``, checked to fit as an item of a new list: a list that already nests
+    :data:`MAX_VALUE_NESTING` levels is a :class:`BuiltinError`. Time in the size of
+    ``x`` when it is a list (nothing otherwise), which a list holding ``x`` copies
+    anyway at one level."""
+    if isinstance(x, tuple):
+        stack = [(x, 1)]
+        while stack:
+            value, depth = stack.pop()
+            if depth >= MAX_VALUE_NESTING:
+                raise BuiltinError(
+                    f"a list nested more than {MAX_VALUE_NESTING:,} levels deep (lists "
+                    "within lists): a recursive rule that puts a list inside a new list "
+                    "every round has no finite fixpoint")
+            stack.extend((item, depth + 1) for item in value if isinstance(item, tuple))
+    return x
+
+
 def f_concat(a, b):
     """The list ``a`` followed by ``b`` (a scalar counts as a one-element list)."""
     return as_list(a) + as_list(b)
@@ -161,12 +187,12 @@ def f_concat(a, b):
 
 def f_append(lst, x):
     """``lst`` with ``x`` added at the end."""
-    return _need_list("f_append", lst) + (x,)
+    return _need_list("f_append", lst) + (nestable(x),)
 
 
 def f_prepend(x, lst):
     """``lst`` with ``x`` added at the front."""
-    return (x,) + _need_list("f_prepend", lst)
+    return (nestable(x),) + _need_list("f_prepend", lst)
 
 
 def f_member(lst, x):

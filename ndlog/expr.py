@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import ast as A
 from .builtins import (BEYOND_FLOATS, BUILTINS, NOT_A_NUMBER, BuiltinError, brief_value,
-                       format_value)
+                       format_value, nestable)
 from .errors import EvaluationError
 
 __all__ = ["compile_term", "compile_compare", "eval_const_term", "CompiledTerm"]
@@ -73,7 +73,14 @@ def compile_term(term: A.Term) -> CompiledTerm:
         return lambda env: env[name]
     if isinstance(term, A.ListExpr):
         items = [compile_term(t) for t in term.items]
-        return lambda env: tuple(f(env) for f in items)
+        span = term.span
+
+        def build(env):
+            try:
+                return tuple(nestable(f(env)) for f in items)
+            except BuiltinError as exc:
+                raise EvaluationError(str(exc), span) from None
+        return build
     if isinstance(term, A.Neg):
         inner = compile_term(term.operand)
         span = term.span

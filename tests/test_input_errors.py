@@ -20,6 +20,7 @@ import pytest
 
 import psn
 import topologies
+from engine import Network
 from engine.bursts import BURST_HINT, parse_burst, read_burst_file
 from engine.placement import parse_placement
 from ndlog.builtins import format_value
@@ -1065,3 +1066,25 @@ def test_deletions_that_run_out_mid_run_stop_with_an_error():
     ctx.base = {"link": set()}
     with pytest.raises(TooManyDeletions, match="no present link is left to delete after 1"):
         next(steps)
+
+
+@pytest.mark.parametrize("rule", ["Y := [Z]", "Y := f_prepend(Z, nil)",
+                                  "Y := f_append([0], Z)"])
+def test_a_list_wrapped_in_a_list_every_round_stops(rule):
+    """'n(@X, Y) :- n(@X, Z), Y := [Z].' has no finite fixpoint, and its memory grows too
+    slowly for --max-memory: psn eval, psn run (memory, sim) and psn reference ran until
+    killed, each round slower than the last, and hashing values some 120,000 levels deep
+    overflows the C stack (a crash). A list nested past MAX_VALUE_NESTING is now an
+    EvaluationError at the expression, in every Python evaluator (shown here on a
+    recursion bounded past it, which ends without the bound)."""
+    from ndlog.builtins import MAX_VALUE_NESTING
+    program = psn.parse(f"n(@X, 0, Y) :- seed(@X, Y).\nr2 n(@X, M, Y) :- n(@X, N, Z), "
+                        f"{rule}, N < {MAX_VALUE_NESTING + 500}, M := N + 1.\n", "nest.ndl")
+    facts = {"seed": [("a", 0)]}
+    with pytest.raises(EvaluationError, match=f"nested more than {MAX_VALUE_NESTING:,} "
+                       "levels deep") as ref:
+        psn.evaluate(program, facts, max_memory=0)
+    assert (ref.value.line, ref.value.column) == (2, 37)
+    with pytest.raises(EvaluationError, match="no finite fixpoint") as run:
+        Network(program, facts, annotation="set").run()
+    assert (run.value.line, run.value.column) == (2, 37)
