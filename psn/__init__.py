@@ -37,11 +37,10 @@ def evaluate(program, facts=None, *, max_memory=None, aggsel=True, hidden=False)
     of another arity, is an :class:`InputError` naming it (so a misspelt predicate is not
     an empty result). ``max_memory`` is a ceiling on the process's resident memory in
     bytes, as a run's (None: three quarters of the machine's memory, or of a lower
-    container or ``ulimit -v`` limit; 0: none), checked
-    after every rule firing and every 1,024 tuples within one: past it the evaluation stops with an
-    :class:`EvaluationError` (``engine.guards.MemoryLimitError``) naming the round and
-    the predicates, instead of running a program without a finite fixpoint until the
-    machine runs out of memory. See :func:`ndlog.reference.evaluate` for the other
+    container or ``ulimit -v`` limit; 0: none), checked after every rule firing and every
+    1,024 tuples within one: past it the evaluation stops with an :class:`EvaluationError`
+    (``engine.guards.MemoryLimitError``) naming the round and the predicates, instead of
+    running a program without a finite fixpoint until the machine runs out of memory. See :func:`ndlog.reference.evaluate` for the other
     parameters (``aggsel``: True, False or a mode; ``hidden``: True or False); returns
     ``dict[str, set[tuple]]`` for every non-hidden relation.
     """
