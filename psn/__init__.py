@@ -40,9 +40,10 @@ def evaluate(program, facts=None, *, max_memory=None, aggsel=True, hidden=False)
     container or ``ulimit -v`` limit; 0: none), checked after every rule firing and every
     1,024 tuples within one: past it the evaluation stops with an :class:`EvaluationError`
     (``engine.guards.MemoryLimitError``) naming the round and the predicates, instead of
-    running a program without a finite fixpoint until the machine runs out of memory. See :func:`ndlog.reference.evaluate` for the other
-    parameters (``aggsel``: True, False or a mode; ``hidden``: True or False); returns
-    ``dict[str, set[tuple]]`` for every non-hidden relation.
+    running a program without a finite fixpoint until the machine runs out of memory. See
+    :func:`ndlog.reference.evaluate` for the other parameters (``aggsel``: True, False or a
+    mode; ``hidden``: True or False); returns ``dict[str, set[tuple]]`` for every
+    non-hidden relation.
     """
     from engine.options import require_flag
     from ndlog.analysis import aggsel_mode
