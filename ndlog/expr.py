@@ -27,7 +27,8 @@ from .builtins import (BEYOND_FLOATS, BUILTINS, NOT_A_NUMBER, BuiltinError, brie
                        format_value, nestable)
 from .errors import EvaluationError
 
-__all__ = ["compile_term", "compile_compare", "eval_const_term", "CompiledTerm"]
+__all__ = ["compile_term", "compile_compare", "eval_const_term", "CompiledTerm",
+           "MAX_PRODUCT_BITS"]
 
 CompiledTerm = Callable[[dict], object]
 
@@ -57,6 +58,14 @@ def _mod(a, b):
 
 
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod}
+
+#: The most bits a product of integers may have (about 315,653 decimal digits). Integer
+#: arithmetic is exact, and a recursive rule that multiplies numbers by themselves
+#: (``Y := Z * Z``) doubles their digits every round: it has no finite fixpoint, and runs
+#: out of time long before memory (a multiplication of numbers of 2**25 bits takes tens
+#: of seconds), so no memory ceiling would stop it; this bound stops it first, with an
+#: error. Sums and differences grow by a bit a round at most, which the ceiling stops.
+MAX_PRODUCT_BITS = 1 << 20
 
 
 def compile_term(term: A.Term) -> CompiledTerm:
@@ -96,6 +105,7 @@ def compile_term(term: A.Term) -> CompiledTerm:
 def _compile_binop(term: A.BinOp) -> CompiledTerm:
     left, right = compile_term(term.left), compile_term(term.right)
     fn, op, span = _ARITH[term.op], term.op, term.span
+    product = op == "*"
 
     def run(env):
         a, b = _num(op, left(env), span), _num(op, right(env), span)
@@ -110,8 +120,21 @@ def _compile_binop(term: A.BinOp) -> CompiledTerm:
         if r != r:
             raise EvaluationError(f"{format_value(a)} {op} {format_value(b)} {NOT_A_NUMBER}",
                                   span)
+        if product and type(r) is int and r.bit_length() > MAX_PRODUCT_BITS:
+            raise EvaluationError(_too_large(a, b, r), span)
         return r
     return run
+
+
+def _too_large(a, b, r) -> str:
+    """The error of a product beyond :data:`MAX_PRODUCT_BITS`."""
+    def brief(v) -> str:           # no decimal conversion of a huge integer (quadratic)
+        return f"an integer of {v.bit_length():,} bits" if isinstance(v, int) and \
+            v.bit_length() > 64 else brief_value(v)
+    return (f"{brief(a)} * {brief(b)} has {r.bit_length():,} bits, more than "
+            f"the {MAX_PRODUCT_BITS:,} a product may have: a recursive rule that multiplies "
+            f"numbers by themselves doubles their digits every round and has no finite "
+            f"fixpoint (bound it in the rule, e.g. Z < 1000000)")
 
 
 def _compile_call(term: A.Call) -> CompiledTerm:

@@ -1088,3 +1088,32 @@ def test_a_list_wrapped_in_a_list_every_round_stops(rule):
     with pytest.raises(EvaluationError, match="no finite fixpoint") as run:
         Network(program, facts, annotation="set").run()
     assert (run.value.line, run.value.column) == (2, 37)
+
+
+def test_a_product_beyond_its_bits_stops_a_squaring_recursion(tmp_path, capsys):
+    """'n(@X, Y) :- n(@X, Z), Y := Z * Z + 2.' doubles its digits every round: psn eval and
+    psn run went on until killed, a multiplication taking a minute after 25 rounds while
+    memory stayed far below any ceiling. A product beyond MAX_PRODUCT_BITS is now an
+    EvaluationError at the '*', in every Python evaluator; a product within it is kept
+    exactly."""
+    from ndlog.expr import MAX_PRODUCT_BITS
+    from psn.cli import main
+    square = "m(@X, Y) :- n(@X, Z), Y := Z * Z."
+    fits = 2 ** (MAX_PRODUCT_BITS // 2 - 1)
+    assert psn.evaluate(square, {"n": [(1, fits)]})["m"] == {(1, fits * fits)}
+    with pytest.raises(EvaluationError, match=f"an integer of {MAX_PRODUCT_BITS // 2 + 1:,} "
+                       f"bits \\* an integer of .* more than the {MAX_PRODUCT_BITS:,} a "
+                       "product may have") as over:
+        psn.evaluate(square, {"n": [(1, 2 * fits)]})
+    assert (over.value.line, over.value.column) == (1, 28)
+    program = tmp_path / "square.ndl"
+    program.write_text("n(@X, Y) :- n(@X, Z), Y := Z * Z + 2.\n")
+    facts = tmp_path / "f.ndl"
+    facts.write_text("n(@1, 3).\n")
+    for argv in (["eval", str(program), "--facts", str(facts)],
+                 ["run", str(program), "--facts", str(facts)],
+                 ["run", str(program), "--facts", str(facts), "--topology", "ring"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "square.ndl:1:28" in err and "no finite fixpoint" in err, argv
+        assert "Traceback" not in err
