@@ -374,6 +374,20 @@ def test_a_long_load_of_the_facts_is_not_a_counterexample():
     assert "within 500 deliveries in FIFO order" in result.counterexample.message
 
 
+def test_the_time_budget_stops_a_schedule_under_way():
+    """The time budget was read only between schedules: reachable on a 4-clique with
+    derivation sets loads its facts in 23,388 deliveries (about 200 s), and a search with a
+    budget of 10 s ran the whole load before it noticed. A schedule now stops at the
+    deadline; the verdict says the budget ran out within it, with no counterexample."""
+    clique = [(a, b) for a in range(1, 5) for b in range(1, 5) if a != b]
+    for mode, where in (("auto", "within the FIFO schedule that auto runs first"),
+                        ("random", "before the random search ran a single schedule")):
+        result = psn.verify(REACH, {"link": clique}, [["-link(@1, 2)"]],
+                            annotation="derivation", mode=mode, budget="0.5s")
+        assert result.ok and not result.complete and result.schedules == 0, result.summary()
+        assert where in result.summary()
+
+
 def test_a_failing_fifo_schedule_claims_no_estimate_of_the_orders():
     """``auto`` estimates the delivery orders from the FIFO schedule; when that schedule
     fails, no estimate was made (the verdict said 'about 0 delivery orders' after a load

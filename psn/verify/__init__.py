@@ -114,8 +114,9 @@ class VerifyResult:
                        f"{self.counterexample.message}")
         else:
             verdict = f"NOT reorder-tolerant: {self.counterexample.message}"
-        search = ("the FIFO schedule (it fails without any reordering)"
-                  if self.mode == "fifo" else f"{self.mode} search")
+        search = (f"{self.mode} search" if self.mode != "fifo"
+                  else "the FIFO schedule (it fails without any reordering)" if not self.ok
+                  else "the FIFO schedule, which auto runs first")
         lines = [
             verdict,
             f"  annotation {self.annotation}; {search}"
@@ -135,6 +136,9 @@ class VerifyResult:
 
     def _gap(self) -> str:
         """Why a search without a counterexample did not cover every order."""
+        if self.mode == "fifo":
+            return (f"the budget ({self.budget.describe()}) ran out within the FIFO "
+                    f"schedule that auto runs first, before any search")
         if not self.schedules:
             return (f"the budget ({self.budget.describe()}) ran out before the {self.mode} "
                     f"search ran a single schedule")

@@ -25,6 +25,7 @@ files (:mod:`psn.verify.counterexample`), canonical forms (:mod:`psn.verify.fing
 from __future__ import annotations
 
 import gc
+import time
 from dataclasses import dataclass, field
 from itertools import combinations, product
 from typing import Any
@@ -40,7 +41,7 @@ from ndlog.errors import EvaluationError
 from .fingerprint import Canon, digest, node_form, update_form
 from .scope import UNEXPLORED_FACTOR, Problem
 
-__all__ = ["Execution", "Transition", "Decision", "RunResult", "Step", "Reference",
+__all__ = ["Execution", "OutOfTime", "Transition", "Decision", "RunResult", "Step", "Reference",
            "Prune", "Violation", "FAILURES", "tag_of", "node_text"]
 
 #: The kinds of a failing schedule.
@@ -294,6 +295,15 @@ def _sort_key(value: Any):
     return (type(value).__name__, repr(value))
 
 
+#: deliveries of a schedule between two readings of the clock against its deadline
+DEADLINE_EVERY = 16
+
+
+class OutOfTime(Exception):
+    """A schedule stopped at its deadline (:attr:`Execution.deadline`): no verdict on it,
+    the search's budget is spent."""
+
+
 class Execution:
     """One schedule of ``problem`` under ``policy`` (see the module docstring).
 
@@ -311,11 +321,17 @@ class Execution:
     forms:
         A cache of node forms by node history shared by the schedules of one search
         (:meth:`_node_digest`).
+    deadline:
+        ``time.monotonic()`` value past which the schedule stops with :class:`OutOfTime`
+        (read every :data:`DEADLINE_EVERY` deliveries), or None: a search's time budget,
+        which one long schedule could otherwise outlast.
     """
 
     def __init__(self, problem: Problem, policy, reference: Reference | None = None,
-                 trace: bool = False, forms: dict | None = None):
+                 trace: bool = False, forms: dict | None = None,
+                 deadline: float | None = None):
         self.problem = problem
+        self.deadline = deadline
         self.scope = problem.scope
         self.policy = policy
         self.reference = reference or Reference(problem)
@@ -393,6 +409,10 @@ class Execution:
 
     def _choose(self, transport: ScheduledTransport) -> list[Message]:
         self.depth += 1
+        if self.deadline is not None and not self.depth % DEADLINE_EVERY \
+                and time.monotonic() >= self.deadline:
+            raise OutOfTime(f"{self.phases[self.phase].label}: the time budget ran out "
+                            f"after {self.depth:,} deliveries of this schedule")
         phase = self.phases[self.phase]
         bound = self.scope.bound if phase.explored else self.scope.bound * UNEXPLORED_FACTOR
         if self.depth > bound:

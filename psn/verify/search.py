@@ -61,8 +61,8 @@ from typing import Iterator
 from ndlog.errors import EvaluationError, InputError, PSNError
 from ndlog.signals import handling, held
 
-from .model import (Decision, Execution, Prune, Reference, RunResult, Transition, Violation,
-                    tag_of)
+from .model import (Decision, Execution, OutOfTime, Prune, Reference, RunResult, Transition,
+                    Violation, tag_of)
 from .scope import Budget, Problem
 
 __all__ = ["Search", "SearchStats", "MODES", "estimate_orders", "run_search", "check_cycle",
@@ -359,8 +359,15 @@ class Search:
             return True
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-    def _run(self, policy, stats: SearchStats) -> RunResult:
-        result = Execution(self.problem, policy, self.reference, forms=self.forms).run()
+    def _run(self, policy, stats: SearchStats) -> RunResult | None:
+        """One schedule under ``policy``, counted in ``stats``; None if it reached the
+        deadline first (``stats.spent``: the search ends without a verdict on it)."""
+        try:
+            result = Execution(self.problem, policy, self.reference, forms=self.forms,
+                               deadline=self.deadline).run()
+        except OutOfTime:
+            stats.spent = True
+            return None
         stats.schedules += 1
         stats.deliveries += result.deliveries
         if result.kind == "ok":
@@ -389,7 +396,8 @@ class Search:
                 counts[d.phase][t.dst] = counts[d.phase].get(t.dst, 0) + 1
                 return t
         t0 = time.perf_counter()
-        result = Execution(self.problem, Counting(), self.reference).run()
+        result = Execution(self.problem, Counting(), self.reference,
+                           deadline=self.deadline).run()
         return result, time.perf_counter() - t0, [c for c in counts if c]
 
     def exhaustive(self, split: tuple | None = None) -> SearchStats:
@@ -402,7 +410,7 @@ class Search:
                 stats.spent = True
                 break
             result = self._run(policy, stats)
-            if result.failed:
+            if result is None or result.failed:
                 stats.complete = False
                 break
             if not policy.backtrack():
@@ -422,7 +430,8 @@ class Search:
         i = worker
         while not self._spent(stats):
             rng = random.Random(f"psn-verify:{self.seed}:{i}")
-            if self._run(_Random(rng, states, self.problem.scope.hashing), stats).failed:
+            result = self._run(_Random(rng, states, self.problem.scope.hashing), stats)
+            if result is None or result.failed:
                 break
             i += jobs
         stats.states = len(states)
@@ -438,7 +447,8 @@ class Search:
             order = "newest" if i == 0 else "oldest" if i == 1 else "random"
             rng = random.Random(f"psn-verify-adv:{self.seed}:{i}")
             policy = _Adversarial(order, rng, states, self.problem.scope.hashing)
-            if self._run(policy, stats).failed:
+            result = self._run(policy, stats)
+            if result is None or result.failed:
                 break
             i += jobs
         stats.states = len(states)
@@ -511,7 +521,11 @@ def run_search(problem: Problem, mode: str, budget: Budget, seed: int = 0,
     search.progress = progress
     info: dict = {}
     if mode == "auto":
-        fifo, seconds, counts = search.fifo()
+        try:
+            fifo, seconds, counts = search.fifo()
+        except OutOfTime:               # the budget ran out within the FIFO schedule
+            return SearchStats("fifo", complete=False, spent=True,
+                               seconds=time.monotonic() - search.start), info
         info = {"estimate": estimate_orders(counts), "fifo_seconds": seconds}
         if fifo.failed:                 # the FIFO schedule itself fails: that is enough
             stats = SearchStats("fifo", schedules=1, deliveries=fifo.deliveries,
