@@ -540,7 +540,8 @@ class RelativeTraversal:
             node.ctx.confirmed.clear()
         for nid, fact in walk.confirmed:
             host.nodes[nid].ctx.confirmed.add(fact)
-        if not doomed:
+        if not doomed:                  # nothing left to do: the next run counts afresh
+            self._rounds = 0
             return False
         self.run.phase = _DELETE
         self.counters["phase_switches"] += 1

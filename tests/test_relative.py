@@ -174,6 +174,17 @@ def test_the_bound_on_rounds_stops_a_run():
         net.delete("link", ("b", "t")).run()
 
 
+def test_the_bound_on_rounds_counts_each_run_afresh():
+    """A run that ends with a traversal confirming every suspect starts the next run's
+    count from zero: each deletion of one of a link's insertions takes a delete phase and
+    a traversal (two rounds), and the 26th of them used to stop the run at 50 rounds."""
+    net = Network(REACH, {"link": [("a", "b")] * 40}, annotation="relative").run()
+    for left in range(39, 0, -1):
+        net.delete("link", ("a", "b")).run()
+        assert net.multiset("link") == {("a", "b"): left}
+    assert net.relations()["reachable"] == {("a", "b")}
+
+
 def test_the_simulator_counts_the_traversal_and_charges_its_time():
     """On ts100 one deletion's traversal is counted per sending node and worker (the rows
     add up to the totals), in the simulator's step tallies, and takes simulated time."""
