@@ -1,14 +1,15 @@
 """Benchmark of a long run with link churn: does the cost of a flap stay flat?
 
 Run: ``python -m bench.bench_churn`` from the checkout (``--flaps N``, ``--block K``,
-``--program P``, ``--topology T``, ``--annotation A``, ``--seed S``). Reachability
-(``examples/reachable.ndl``; ``--program shortest_path``: the shortest-path query, whose
-``min`` aggregates give every new result a fresh variable under absorption) in the
-simulator, random delivery, the defaults of ``psn run``
-(state figures measured after every step): every link inserted, then ``--flaps`` link
-flaps (default 1,000: each a deletion step and a re-insertion step, of a link drawn at
-random each time, the workload ``flap:random:N``). Per block of ``--block`` flaps (default
-200): wall time per flap, the process's resident memory at the block's end, the
+``--program P``, ``--topology T``, ``--annotation A``, ``--seed S``, ``--same-link``).
+Reachability (``examples/reachable.ndl``; ``--program shortest_path``: the shortest-path
+query, whose ``min`` aggregates give every new result a fresh variable under absorption)
+in the simulator, random delivery, the defaults of ``psn run`` (state figures measured
+after every step): every link inserted, then ``--flaps`` link
+flaps (default 1,000: each a deletion step and a re-insertion step of a present link drawn
+at random for that flap, the workload ``flap:random:1`` repeated; with ``--same-link``, one
+link drawn once and flapped every time, ``flap:random:N``). Per block of ``--block`` flaps
+(default 200): wall time per flap, the process's resident memory at the block's end, the
 variables the nodes remember as zeroed and the alternatives MinShip holds buffered. A
 flap must cost the same at the end of the run as at its start; the zeroed variables are
 the part of the state that grows with the run (each one is a deleted base fact a late
@@ -49,8 +50,15 @@ def _held(simulation) -> tuple[int, int]:
     return zeroed, buffered
 
 
+def workload(flaps: int, same_link: bool) -> str:
+    """Every link, then ``flaps`` flaps: of one random link, or of a link drawn per flap."""
+    if same_link:
+        return f"all; flap:random:{flaps}"
+    return "all; " + "; ".join(["flap:random:1"] * flaps)
+
+
 def run(program: str, topology: str, annotation: str, flaps: int, block: int,
-        seed: int) -> list[list]:
+        seed: int, same_link: bool = False) -> list[list]:
     """The table's rows: one per block of flaps."""
     import psn
     import sim
@@ -78,7 +86,7 @@ def run(program: str, topology: str, annotation: str, flaps: int, block: int,
         done[1] = time.perf_counter()         # the next block without this count
 
     t0 = time.perf_counter()
-    simulation.run_workload(f"all; flap:random:{flaps}", callback=measure, progress=False)
+    simulation.run_workload(workload(flaps, same_link), callback=measure, progress=False)
     ok, diff = simulation.check()
     print(f"# {annotation}: {time.perf_counter() - t0:.1f} s wall for the whole run; "
           f"the last step equals psn.evaluate: {'yes' if ok else 'NO ' + repr(diff[:3])}")
@@ -94,15 +102,18 @@ def main(argv=None) -> None:
     ap.add_argument("--annotation", default="absorption", choices=ANNOTATIONS,
                     help="a scheme that deletes exactly on recursive programs")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--same-link", action="store_true",
+                    help="flap one link drawn once, instead of a link drawn per flap")
     args = ap.parse_args(argv)
     if args.flaps < 1 or args.block < 1:
         ap.error("--flaps and --block must be at least 1")
     command = " ".join(["python -m bench.bench_churn"] + (argv if argv is not None
                                                           else sys.argv[1:]))
-    print_header(f"link churn, {args.program} on {args.topology}: the cost of a flap along "
-                 "the run", command)
+    which = "one link" if args.same_link else "a link drawn per flap"
+    print_header(f"link churn ({which}), {args.program} on {args.topology}: the cost of a "
+                 "flap along the run", command)
     rows = run(args.program, args.topology, args.annotation, args.flaps, args.block,
-               args.seed)
+               args.seed, args.same_link)
     print_table(["flaps done", "ms per flap", "RSS MiB", "zeroed variables",
                  "buffered alternatives"], rows)
 
