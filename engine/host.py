@@ -161,8 +161,9 @@ class Host:
             ceiling that raises, :meth:`engine.guards.MemoryGuard.check`).
         step_guard:
             Called within a node's step over a large batch, between chunks of its updates
-            (:meth:`engine.node.Node.step`; e.g.
-            :meth:`engine.guards.MemoryGuard.check_soon`).
+            (:meth:`engine.node.Node.step`), and after every node step (e.g.
+            :meth:`engine.guards.MemoryGuard.check_soon`, which reads the ceiling once its
+            interval has passed).
         """
         with relaxed_gc():
             polls = self._loop(max_polls, heartbeat, flush, guard, step_guard)
@@ -219,6 +220,10 @@ class Host:
                 guard()
             node = nodes[nid]
             out = node.step(step_guard)
+            if step_guard is not None:
+                # a step of a few slow updates (each an OR of large BDDs) is not split
+                # into chunks, and ``guard`` reads the ceiling only every so many calls
+                step_guard()
             if out:
                 self.send(nid, out)
             if not node.has_work():

@@ -456,6 +456,20 @@ def test_one_long_step_is_stopped_by_the_memory_ceiling_while_it_grows():
     assert info.value.limit < info.value.used < info.value.limit + (100 << 20)
 
 
+def test_many_short_steps_are_checked_as_time_passes():
+    """Steps of a few updates are not split into chunks, and the counting guard reads the
+    ceiling once per 200 of them: the region query on a dense 200-sensor field (absorption,
+    each step a few ORs of large BDDs taking about a second) reached 7.1 GiB in the
+    simulator under a ceiling of 800 MiB, and a Ray worker 7.8 GiB for a share of 2 GiB.
+    The time-based check now follows every node step. Here every step is small and the
+    counting guard never reads, so only that check can stop the run."""
+    net = Network(REACH, {"link": _grid(3, 3)}, annotation="set")
+    net.guard = MemoryGuard(1, every=10 ** 9, interval=0.0)   # any process is over 1 byte
+    with pytest.raises(MemoryLimitError):
+        net.run()
+    assert max(n.metrics.steps for n in net.host.nodes.values()) == 1
+
+
 def test_errors_survive_pickling():
     """Errors raised in a Ray worker reach the driver pickled."""
     import pickle
