@@ -179,10 +179,14 @@ class Injector:
     resolved:
         The run's :class:`engine.options.Resolved` options: a burst with a deletion is
         refused when the scheme cannot delete exactly on this program.
+    keep_places:
+        Keep the ``(seq, node)`` of every base insertion told to the scheme
+        (:meth:`~provenance.base.AnnotationScheme.place`) until :meth:`take_places`, for
+        a driver whose workers hold schemes of their own (Ray).
     """
 
     def __init__(self, source: A.Program, program, scheme, context_of: Callable,
-                 resolved=None):
+                 resolved=None, keep_places: bool = False):
         self.program = program
         self.scheme = scheme
         self.resolved = resolved
@@ -198,10 +202,20 @@ class Injector:
         #: declared table that no rule or fact uses takes its arity from its first fact
         self.known = set(source.predicates)
         self._in_flight: dict = {}      # fact -> sign injected since the last quiescence
+        self._place = scheme.place if scheme.uses_places else None
+        self._places: list | None = [] if keep_places and self._place is not None else None
 
     def describe(self, pred: str, tup: tuple) -> str:
         """``link(@a, b)``: a fact as NDlog, with its location specifier."""
         return describe_fact(self.program, pred, tup)
+
+    def take_places(self) -> list:
+        """The ``(seq, node)`` kept since the last call (``keep_places``), oldest first."""
+        places = self._places
+        if not places:
+            return []
+        self._places = []
+        return places
 
     def check(self, pred: str, tup: tuple) -> None:
         """Raise :class:`InputError` unless ``pred(tup)`` can be a base fact here."""
@@ -271,6 +285,7 @@ class Injector:
         ``(sign, pred, tuple)`` items, in burst order per node."""
         pending: dict = {}
         location, base, ctx_of = self.program.location, self.scheme.base, self.context_of
+        place, places = self._place, self._places
         self._check_deletions(burst)
         sized = {pred for sign, pred, _ in burst if sign > 0 and pred in self.sized}
         saved = (self.ledger.saved(), dict(self._in_flight)) if sized else None
@@ -279,6 +294,10 @@ class Injector:
             self.check(pred, tup)
             for s, t, seq in self.ledger.update(sign, pred, tup):
                 dst = location(pred, t)
+                if place is not None and s > 0:
+                    place(seq, dst)
+                    if places is not None:
+                        places.append((seq, dst))
                 pending.setdefault(dst, []).append((s, pred, t, base(ctx_of(dst), (pred, t),
                                                                       seq)))
         if sized:

@@ -188,6 +188,8 @@ class AnnotationScheme:
         algebra runs by itself; such a scheme has ``send_stage(mode)``, which returns a
         node's send stage for the mode or None (relative provenance's lazy shipping,
         :mod:`provenance.relative`). Empty for every other scheme.
+    uses_places:
+        True if the engines call :meth:`place` for every base insertion.
     """
 
     name = "abstract"
@@ -212,6 +214,7 @@ class AnnotationScheme:
     prunable = True
     phased = False
     ship_modes: tuple = ()
+    uses_places = False
 
     # -- contexts ------------------------------------------------------------------------
     def shared_context(self) -> Any:
@@ -288,6 +291,13 @@ class AnnotationScheme:
         """Annotation of the base insertion number ``seq`` of ``fact``; a deletion of that
         insertion carries the same annotation. Default: ``one``."""
         return self.one(ctx)
+
+    def place(self, seq: int, node: Any) -> None:
+        """Base insertion ``seq`` is a fact of ``node``. Called by every engine, in every
+        process of a run, for a scheme with :attr:`uses_places`, before an annotation
+        naming the insertion reaches that process (on Ray: as a rule, not a guarantee):
+        a hint for speed or memory (absorption orders its BDD variables by it), never for
+        a result. Default: nothing."""
 
     def absence(self, ctx, fact: Fact) -> Any:
         """The annotation of a new absence of a fact (``fact = ("!q", t)``: ``q(t)`` is

@@ -24,10 +24,11 @@ Manager policy:
   ~8 MiB, which matters with one manager per worker and many workers per machine (the
   in-process driver shares one manager among its workers by default, see
   ``engine.Network(contexts=)``).
-* Dynamic reordering is **off** by default. Variables are kept in insertion-id order in every
-  manager (a new ``x<i>`` is inserted at the level of its id among the declared ones), so all
-  managers share one relative order: rebuilding a received BDD then follows the sender's
-  order, runs are reproducible, and no sifting pause hits the engine loop.
+* Dynamic reordering is **off** by default. Variables are kept in one static order in every
+  manager (a new ``x<i>`` is inserted at its place among the declared ones): grouped by the
+  node of their base fact when the manager is told it (``placed``), then by insertion id,
+  so all managers share one relative order: rebuilding a received BDD then follows the
+  sender's order, runs are reproducible, and no sifting pause hits the engine loop.
   ``BDDContext(reorder=True)`` turns CUDD's sifting on (new variables are then appended);
   correctness never depends on the order (the wire form is order-independent). Sifting
   shrinks large reachability provenance (``bench/bench_bdd.py``), but the scheme registered
@@ -69,8 +70,8 @@ from ndlog.signals import STOPPING, held
 
 __all__ = [
     "VAR_PREFIX", "var_name", "insertion_id", "format_fact", "InsertionRegistry",
-    "BDDContext", "ZeroSet", "WireError", "NotMonotoneError", "Function", "chain_ids",
-    "chain_overhead", "chains_overhead", "node_var_id", "var_key",
+    "BDDContext", "node_key", "ZeroSet", "WireError", "NotMonotoneError", "Function",
+    "chain_ids", "chain_overhead", "chains_overhead", "node_var_id", "var_key",
 ]
 
 Function = _cudd.Function
@@ -362,6 +363,15 @@ def _sweep() -> None:
     _GRAVEYARD[:] = [m for m in _GRAVEYARD if sys.getrefcount(m) > 3]
 
 
+def node_key(node) -> tuple:
+    """A sort key of a node value: one total order over ints, floats, strings and the
+    rest (by ``repr``), the same in every process (for :class:`BDDContext`'s ``placed``)."""
+    t = type(node)
+    if t is int or t is float:
+        return (0, node)
+    return (1, node) if t is str else (2, repr(node))
+
+
 class BDDContext:
     """One CUDD manager with the operations of absorption provenance (Liu Sec. 4.1).
 
@@ -376,6 +386,18 @@ class BDDContext:
         tables, it is not a limit on the BDDs). Creating a manager takes time in proportion
         to it: ``dd.cudd``'s default of 1 GiB costs about 6 ms per manager, 64 MiB about
         0.3 ms (measured; 100 managers at 1 GiB were 0.77 s of a 100-node run).
+    placed:
+        ``insertion id -> node_key(node)`` (:func:`node_key`) for the base facts whose
+        node is known, read when a variable is declared: placed variables take the levels
+        of their node's facts (nodes in :func:`node_key` order, then ids), above every
+        variable not placed (by id). Managers given the same map share one order. Without
+        placements the levels follow insertion ids, so facts inserted late sit below every
+        earlier one: the region query inserts the neighbour relation first and triggers
+        sensors later, and the provenance of a region (which sensors and links join it
+        to its seed) then grows with the ways the later variables can complete the
+        earlier ones, where grouping a node's variables keeps it near a grid's width
+        (Bryant 1986: an order that keeps related variables apart can make a BDD
+        exponentially larger). Only speed and memory depend on the order, never a result.
 
     Notes
     -----
@@ -394,7 +416,7 @@ class BDDContext:
     PASS_LIMIT = 128
 
     def __init__(self, *, reorder: bool = False, initial_cache_size: int = 2**10,
-                 memory_estimate: int = MEMORY_ESTIMATE):
+                 memory_estimate: int = MEMORY_ESTIMATE, placed: dict | None = None):
         _sweep()
         # an exception inside CUDD's constructor (a handler's, for Ctrl-C, SIGTERM or an
         # experiment's time budget) leaves a half-made manager whose destructor prints an
@@ -407,7 +429,10 @@ class BDDContext:
         self.reorder = reorder
         self.true: Function = self.bdd.true
         self.false: Function = self.bdd.false
-        self._ids: list[int] = []          # sorted insertion ids of declared x-variables
+        #: the level keys (:meth:`_level_key`) of the declared x-variables, in level order
+        self._keys: list[tuple] = []
+        #: insertion id -> the sort key of its fact's node (``placed``), maybe shared
+        self._placed: dict[int, tuple] = {} if placed is None else placed
         self._vars: dict[str, Function] = {}
         self._wire: dict[int, int | str] = {}     # CUDD variable index -> wire name
         self._names_at: dict[int, str] = {}       # CUDD variable index -> name
@@ -431,14 +456,21 @@ class BDDContext:
         if ident is _UNKNOWN:
             ident = insertion_id(name)
         if ident is not None and not self.reorder:
-            level = bisect.bisect(self._ids, ident)
+            key = self._level_key(ident)
+            level = bisect.bisect(self._keys, key)
             self.bdd.insert_var(name, level)
-            self._ids.insert(level, ident)
+            self._keys.insert(level, key)
         else:
             self.bdd.declare(name)
             if ident is not None:
-                bisect.insort(self._ids, ident)
+                bisect.insort(self._keys, self._level_key(ident))
         return self._register(name, ident)
+
+    def _level_key(self, ident: int) -> tuple:
+        """The sort key of x-variable ``ident``'s level: ``(0, node key, id)`` if placed,
+        else ``(1, id)`` (see the class docstring)."""
+        where = self._placed.get(ident)
+        return (1, ident) if where is None else (0, where, ident)
 
     def _register(self, name: str, ident: int | None = _UNKNOWN):
         """Remember a declared variable's Function and wire name; return the Function
@@ -701,12 +733,13 @@ class BDDContext:
         The inverse of :meth:`cube_ids`: the ``absorption`` scheme keeps a single
         derivation as the set of its insertion ids and builds its BDD only when it is
         combined with a formula that is not a single derivation. Built bottom up (by
-        decreasing id, the level order of a manager without reordering), so each AND
-        adds one node on top."""
+        decreasing level key, the level order of a manager without reordering), so each
+        AND adds one node on top."""
         ids = ids if type(ids) is frozenset else frozenset(ids)
         by_wire = self._by_wire
         f = self.true
-        for i in sorted(ids, reverse=True):
+        for i in (sorted(ids, key=self._level_key, reverse=True) if self._placed
+                  else sorted(ids, reverse=True)):
             v = by_wire.get(i)
             if v is None:
                 v = self._vars.get(var_name(i)) or self._declare(var_name(i), i)
@@ -889,7 +922,8 @@ class BDDContext:
             return [[], [], key & 1]
         known = self._csets.get(key)
         if known is not None and known[1] is not None and not self.reorder:
-            # levels follow insertion ids: bottom up is by decreasing id
+            # by decreasing id, bottom up where levels follow ids; in any order a chain is
+            # the same function and the same size, and receivers rebuild it with ite
             return self._chain_form(sorted(known[1], reverse=True))   # cheaper than caching
         data = self._serialize_cube(f) if not key & 1 else None
         if data is None:

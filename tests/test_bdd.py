@@ -11,8 +11,8 @@ import msgpack
 import pytest
 
 from provenance.bdd import (BDDContext, InsertionRegistry, NotMonotoneError, WireError,
-                            ZeroSet, chain_ids, format_fact, insertion_id, node_var_id,
-                            var_name)
+                            ZeroSet, chain_ids, format_fact, insertion_id, node_key,
+                            node_var_id, var_name)
 from provenance.posbool import minimize
 
 POOL = [var_name(i) for i in range(8)]
@@ -286,6 +286,31 @@ def test_names_and_levels_follow_insertion_ids():
     assert ctx.num_vars == 40
     assert format_fact("cost", ("a", 3), loc=0) == "cost(@a,3)"
     assert format_fact("cost", ("a", 3)) == "cost(a,3)"
+
+
+def test_placed_variables_take_their_nodes_levels_above_the_rest():
+    """Variables of insertions placed at a node sit together, nodes in ``node_key`` order
+    (numbers, then strings), then by id, above the unplaced ones (by id), whatever the
+    order of declaration; two managers given one map share one order; a cube over them is
+    still the conjunction of its variables."""
+    rng = random.Random(11)
+    nodes = [3, 1, "b", "a", 2.5]
+    ids = rng.sample(range(1, 200), 40)
+    where = {i: rng.choice(nodes) for i in ids[:30]}
+    placed = {i: node_key(node) for i, node in where.items()}
+    assert sorted(nodes, key=node_key) == [1, 2.5, 3, "a", "b"]
+    want = sorted(ids[:30], key=lambda i: (node_key(where[i]), i)) + sorted(ids[30:])
+    managers = [BDDContext(placed=placed), BDDContext(placed=placed)]
+    for ctx in managers:
+        for i in rng.sample(ids, len(ids)):
+            ctx.var(var_name(i))
+        levels = ctx.bdd.var_levels
+        assert sorted(ids, key=lambda i: levels[var_name(i)]) == want
+    a, b = managers
+    some = ids[::3]
+    cube = a.cube_function(some)
+    assert cube == a.conj(a.var(var_name(i)) for i in some)
+    assert b.cube_ids(b.conj(b.var(var_name(i)) for i in some)) == frozenset(some)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -15,11 +15,12 @@ import pytest
 
 import ndlog
 import psn
+import topologies
 from graphs import random_links
 from engine import Network
 from provenance import NO_FIRE, get_scheme
 from provenance.absorption import AbsorptionScheme, Zeroing
-from provenance.bdd import var_name
+from provenance.bdd import insertion_id, node_key, var_name
 from provenance.posbool import POSBOOL, PosBool, evaluate_annotated
 
 REACH = psn.load(Path(__file__).resolve().parent.parent / "examples" / "reachable.ndl")
@@ -277,6 +278,41 @@ def test_one_manager_per_process_or_per_worker_gives_the_same_run(roundtrip):
     assert provenance_of(shared) == provenance_of(own)
     for key in ("tuples_sent", "bytes_sent", "annotation_bytes"):
         assert shared.metrics[key] == own.metrics[key], key
+
+
+@pytest.mark.parametrize("contexts", ["process", "worker"])
+def test_every_manager_orders_base_variables_by_the_node_of_their_fact(contexts):
+    """A base insertion's variable takes its level among those of its node's other base
+    facts (nodes in ``node_key`` order, then ids), in every CUDD manager of the run, one
+    per process or one per worker: the region query's triggers, inserted after the
+    neighbour relation, sit beside their sensors' links instead of below every link.
+    Variables the nodes make (the aggregates') sit below. Relations equal the reference."""
+    region = psn.load("examples/region.ndl")
+    topo = topologies.make("sensor-grid", sensors=25, radius=25)
+    facts = {p: ts for p, ts in topo.facts().items() if p != "sensor"}
+    facts["isTriggered"] = [(x,) for x in topo.seeds]
+    rng = random.Random(5)
+    later = rng.sample([x for x in range(25) if x not in topo.seeds], 10)
+    net = Network(region, facts, annotation="absorption", contexts=contexts, seed=2)
+    net.run()
+    net.apply((1, "isTriggered", (x,)) for x in later).run()
+    facts["isTriggered"] += [(x,) for x in later]
+    want = psn.evaluate(region, facts)
+    assert {p: net.relations()[p] for p in want} == want
+    managers = {id(net.context_of(n).bdd): net.context_of(n).bdd for n in net.nodes}
+    assert len(managers) == (1 if contexts == "process" else len(net.nodes))
+    where = {seq: fact[1][0] for seq, fact in net.scheme._facts.items()
+             if type(seq) is int and seq > 0}
+    checked = 0
+    for bdd in managers.values():
+        levels = bdd.bdd.var_levels
+        ids = [i for i in map(insertion_id, bdd._vars) if i is not None]
+        by_level = sorted(ids, key=lambda i: levels[var_name(i)])
+        placed = [i for i in by_level if i > 0]
+        assert placed == sorted(placed, key=lambda i: (node_key(where[i]), i))
+        assert by_level == placed + sorted(i for i in ids if i < 0)
+        checked += len(placed) > 1
+    assert checked
 
 
 def test_unknown_contexts_policy_is_an_input_error():

@@ -391,6 +391,57 @@ def test_worker_lost_while_a_burst_is_injected_counts_a_recovery(ray_pool):
     _assert_same(net.relations(), _reference(REACH, {"link": links}))
 
 
+def test_every_worker_knows_the_node_of_every_insertion_after_a_replay_too(ray_pool,
+                                                                          tmp_path):
+    """The driver tells every worker the node of each new base insertion, those of the
+    other workers' nodes too (absorption orders its BDD variables by it, in every
+    manager), and a worker that lost its state those of the whole history."""
+    links = _directed(20, 60, 12)
+    shards = Placement(2)
+    first, rest = links[:20], links[20:]
+    to = {w: [t for t in rest if shards(t[0]) != w and shards(t[1]) == w] for w in (0, 1)}
+    assert len(to[0]) >= 4 and len(to[1]) >= 3
+    net = RayNetwork(REACH, annotation="absorption", pool=ray_pool, workers=2)
+    net.apply(_insert({"link": first})).run()
+    assert len(net.resolved.scheme._placed) == 20
+
+    def probe(name: str, burst: list) -> list[dict]:
+        # each worker writes what it knows before its next batch from the other one
+        known = dict(net.resolved.scheme._placed)
+        paths = [tmp_path / f"{name}{w}.json" for w in (0, 1)]
+        for actor, path in zip(net.actors, paths):
+            ray.get(actor.set_hook.remote(_write_placed(str(path))))
+        try:
+            net.apply(_insert({"link": burst})).run()
+        finally:     # the pool's actors serve the next tests: no probe is left behind
+            ray.get([actor.set_hook.remote(None) for actor in net.actors])
+        for path in paths:
+            got = {seq: tuple(key) for seq, key in json.loads(path.read_text())}
+            assert {s: tuple(k) for s, k in known.items()}.items() <= got.items()
+        return known
+
+    assert len(probe("one", [to[0][0], to[1][0]])) == 20     # sent with the first run
+    assert len(probe("two", [to[0][1], to[1][1]])) == 22     # and with a later burst
+    ray.get(net.actors[0].set_hook.remote(_crash_after(1)))
+    net.apply(_insert({"link": [to[0][2]]})).run()
+    assert net.recoveries == 1
+    assert len(probe("after", [to[0][3], to[1][2]])) == 25
+    _assert_same(net.relations(), _reference(REACH, net.base_facts()))
+
+
+def _write_placed(path: str):
+    """A test-only probe for :meth:`ShardActor.set_hook`: before each batch it handles,
+    the worker writes to ``path`` the ``(insertion id, node key)`` pairs its scheme knows
+    (a nested function, so that Ray pickles it by value)."""
+    def hook() -> None:
+        import gc
+        from psn.distributed.shard import Shard
+        shard, = [o for o in gc.get_objects() if type(o) is Shard]
+        with open(path, "w") as f:
+            json.dump(sorted(shard.scheme._placed.items()), f)
+    return hook
+
+
 def _crash_after(batches: int):
     """A test-only fault for :meth:`ShardActor.set_hook`: the worker process exits abruptly
     while handling its ``batches``-th next batch (a nested function, so that Ray pickles it

@@ -16,6 +16,7 @@ import psn
 from engine import Injector, Placement, RunOptions, prepare
 from engine.host import Contexts
 from engine.wire import Codec
+from provenance.bdd import node_key
 from psn.distributed.shard import Shard, pack
 
 REACH = """
@@ -37,7 +38,7 @@ class Driver:
 
     def __init__(self, program, prepared, resolved, placement, shards):
         self.injector = Injector(program, prepared, resolved.scheme,
-                                 Contexts(resolved.scheme))
+                                 Contexts(resolved.scheme), keep_places=True)
         self.codec = Codec(resolved.scheme)
         self.placement, self.shards = placement, shards
 
@@ -46,6 +47,9 @@ class Driver:
         for dst, ups in self.injector.updates(burst).items():
             by_worker.setdefault(self.placement.worker(dst), []).append(
                 (dst, self.codec.encode(ups, self.injector.context_of(dst))))
+        places = pack(self.injector.take_places())
+        for shard in self.shards.values():
+            shard.place(places)
         for w, msgs in by_worker.items():
             self.shards[w].receive_payload(pack(msgs), counted=False)
 
@@ -73,7 +77,9 @@ def test_shards_exchange_batches_to_the_reference(annotation):
     prepared = prepare(program)
     resolved = RunOptions(annotation=annotation).resolve(prepared)
     placement = Placement.round_robin(range(12), 3)
-    shards = {w: Shard(w, prepared, resolved, placement) for w in range(3)}
+    # a scheme object per worker, as each Ray worker resolves the options itself
+    shards = {w: Shard(w, prepared, RunOptions(annotation=annotation).resolve(prepared),
+                       placement) for w in range(3)}
     driver = Driver(program, prepared, resolved, placement, shards)
     driver.inject([(1, "link", lk) for lk in links])
     rounds = _quiesce(shards)
@@ -88,6 +94,15 @@ def test_shards_exchange_batches_to_the_reference(annotation):
     # every node a shard hosts is placed on that shard
     for w, s in shards.items():
         assert all(placement.worker(n) == w for n in s.nodes)
+    # every shard knows the node of every insertion, its own nodes' and the others'
+    wanted = {seq: node_key(lk[0]) for seq, lk in enumerate(links, 1)}
+    for s in shards.values():
+        assert s.scheme is not resolved.scheme
+        if annotation == "absorption":
+            assert s.scheme._placed == wanted
+        else:
+            assert not s.scheme.uses_places
+    assert driver.injector.take_places() == []
     if annotation != "set":           # a deletion, exact under provenance
         gone = links[0]
         driver.inject([(-1, "link", gone)])

@@ -102,12 +102,14 @@ class ShardActor:
         return os.getpid()
 
     # -- updates -------------------------------------------------------------------------
-    def inject(self, epoch: int, payloads: list[bytes]) -> int:
-        """A burst from the driver (already split per worker); runs it locally and sends
+    def inject(self, epoch: int, payloads: list[bytes], places: bytes = b"") -> int:
+        """A burst from the driver (already split per worker) and the ``(seq, node)`` of
+        its base insertions, msgpack bytes (:meth:`Shard.place`); runs it locally and sends
         the resulting batches. Returns the number of batches sent."""
         if epoch != self.epoch or self.error:
             return 0
         with self._recorded():
+            self.shard.place(places)
             self.shard.begin_run()
             for payload in payloads:
                 self.shard.receive_payload(payload, counted=False)

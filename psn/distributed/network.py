@@ -10,9 +10,12 @@ map). How a run goes:
    engine injects through: it checks each update against the program, numbers insertions,
    matches deletions and builds the base annotations. The updates are encoded with
    :mod:`engine.wire` and grouped per worker; the driver keeps every burst (the *history*).
-2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts;
-   workers run the PSN loop and exchange batches (msgpack bytes, one Ray call per
-   destination worker and per handled call, no FIFO assumption).
+2. **Injection.** :meth:`RayNetwork.run` sends each worker its part of the pending bursts,
+   and every worker the node of each new base insertion if the scheme asks for it
+   (:meth:`~provenance.base.AnnotationScheme.place`: absorption orders its BDD variables
+   by node; not counted as traffic, as the bursts are not); workers run the PSN loop and
+   exchange batches (msgpack bytes, one Ray call per destination worker and per handled
+   call, no FIFO assumption).
 3. **Termination** (Mattern's four-counter method): the driver polls every
    worker for its numbers of batches sent and received; the run has quiesced when the sums
    are equal *and* a second, later round returns the same sums. Counters only grow and a
@@ -224,7 +227,7 @@ class RayNetwork:
         self.on_node = on_node
         self._contexts = Contexts(self.resolved.scheme)
         self.injector = Injector(program, self.program, self.resolved.scheme,
-                                 self._contexts, self.resolved)
+                                 self._contexts, self.resolved, keep_places=True)
         self._codec = Codec(self.resolved.scheme)
         require_callable(on_node, "on_node", "a function of the new Node", 1)
         require_whole(max_recoveries, "max_recoveries")
@@ -248,7 +251,8 @@ class RayNetwork:
         self.pool = pool
         self.epoch = 0
         self.key = uuid.uuid4().hex
-        self.history: list[dict[int, bytes]] = []
+        #: every burst: its payload per worker and its insertions' ``(seq, node)``
+        self.history: list[tuple[dict[int, bytes], list]] = []
         self.pending: list[tuple] = []
         self.recoveries = 0
         self.max_recoveries = max_recoveries
@@ -301,6 +305,7 @@ class RayNetwork:
         self._require_open()
         self.injector.ledger.check()  # InputError for a deletion that matches no insertion
         pending, self.pending = self.pending, []
+        places = self.injector.take_places()
         if not pending:
             return self
         by_worker: dict[int, list] = {}
@@ -309,11 +314,11 @@ class RayNetwork:
             by_worker.setdefault(self.placement.worker(dst), []).append(
                 (dst, encode(ups, ctx_of(dst))))
         burst = {w: pack(msgs) for w, msgs in by_worker.items()}
-        self.history.append(burst)
+        self.history.append((burst, places))
         if self._needs_replay:
             return self
         try:
-            self._inject({w: [p] for w, p in burst.items()})
+            self._inject({w: [p] for w, p in burst.items()}, places)
         except _WorkerLost:   # a recovery like any other: counted, and the workers back
             self._recover()
         return self
@@ -370,10 +375,12 @@ class RayNetwork:
         self.epoch = self.pool.next_epoch()
         self._configure_all()
         per_worker: dict[int, list[bytes]] = {}
-        for burst in self.history:
+        places: list = []
+        for burst, burst_places in self.history:
             for w, payload in burst.items():
                 per_worker.setdefault(w, []).append(payload)
-        self._inject(per_worker)
+            places += burst_places
+        self._inject(per_worker, places)
         self._needs_replay = False
 
     def _configure_all(self) -> None:
@@ -387,11 +394,13 @@ class RayNetwork:
             self._needs_replay = True
             raise _WorkerLost() from None
 
-    def _inject(self, per_worker: dict[int, list[bytes]]) -> None:
+    def _inject(self, per_worker: dict[int, list[bytes]], places: list) -> None:
         # every worker, those without updates of the burst too: each starts counting the
-        # updates its nodes send in the run (max_updates) when it is injected
+        # updates its nodes send in the run (max_updates) when it is injected, and each
+        # is told where every new insertion lives
         actors = self.pool.actors
-        self._get([actors[w].inject.remote(self.epoch, per_worker.get(w, []))
+        placed = pack(places)
+        self._get([actors[w].inject.remote(self.epoch, per_worker.get(w, []), placed)
                    for w in range(self.workers)])
 
     def _get(self, refs: list) -> list:

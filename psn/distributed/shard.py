@@ -147,6 +147,15 @@ class Shard:
         self.max_updates = resolved.max_updates
         self._limit: int | None = None
 
+    def place(self, data: bytes) -> None:
+        """Tell the scheme where base insertions live: ``data`` is :func:`pack` of
+        ``(seq, node)`` pairs from the driver
+        (:meth:`~provenance.base.AnnotationScheme.place`)."""
+        if data:
+            place = self.scheme.place
+            for seq, node in unpack(data):
+                place(seq, node)
+
     def begin_run(self) -> None:
         """A burst arrives from the driver: the run's bound on the updates this worker's
         nodes send (``max_updates``, finite by default for a scheme that may not terminate)
