@@ -397,7 +397,8 @@ class BDDContext:
         to its seed) then grows with the ways the later variables can complete the
         earlier ones, where grouping a node's variables keeps it near a grid's width
         (Bryant 1986: an order that keeps related variables apart can make a BDD
-        exponentially larger). Only speed and memory depend on the order, never a result.
+        exponentially larger). Only speed, memory and the size of a BDD's wire form depend
+        on the order, never a result.
 
     Notes
     -----
