@@ -457,6 +457,16 @@ def _crash_after(batches: int):
 
 # -- errors and the command line ---------------------------------------------------------
 
+def test_why_refuses_with_the_engines_that_explain(ray_pool):
+    net = RayNetwork(REACH, {"link": [(1, 2)]}, annotation="absorption", pool=ray_pool,
+                     workers=2).run()
+    with pytest.raises(InputError, match="does not apply to a RayNetwork") as info:
+        net.why("reachable", (1, 2))
+    assert "engine.Network" in info.value.hint
+    assert Network(REACH, {"link": [(1, 2)]}, annotation="absorption").run() \
+        .why("reachable", (1, 2)) == "link(@1,2)"
+
+
 def test_unmatched_deletion_is_an_input_error(ray_pool):
     net = RayNetwork(REACH, {"link": [(1, 2)]}, annotation="derivation", pool=ray_pool,
                      workers=2)

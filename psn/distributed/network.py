@@ -488,6 +488,20 @@ class RayNetwork:
                 out[t] = out.get(t, 0) + n
         return out
 
+    def why(self, pred: str, tup: tuple) -> str:
+        """Not on Ray: the provenance lives in the workers' CUDD managers, which
+        :meth:`engine.Network.why` reads in the process that runs the nodes.
+
+        Raises
+        ------
+        InputError
+            Always, naming the engines that explain a fact.
+        """
+        raise InputError("why() does not apply to a RayNetwork: the provenance lives in the "
+                         "Ray workers' processes",
+                         hint="run it in engine.Network (or a sim.Simulation's .net), or "
+                         "psn run --engine memory or sim, to explain a fact")
+
     @property
     def metrics(self) -> dict:
         """Totals as :attr:`engine.Network.metrics` (``messages_sent``, ``bytes_sent``,
