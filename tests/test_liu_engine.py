@@ -287,7 +287,7 @@ def test_every_manager_orders_base_variables_by_the_node_of_their_fact(contexts)
     per process or one per worker: the region query's triggers, inserted after the
     neighbour relation, sit beside their sensors' links instead of below every link.
     Variables the nodes make (the aggregates') sit below. Relations equal the reference."""
-    region = psn.load("examples/region.ndl")
+    region = psn.load(Path(__file__).resolve().parent.parent / "examples" / "region.ndl")
     topo = topologies.make("sensor-grid", sensors=25, radius=25)
     facts = {p: ts for p, ts in topo.facts().items() if p != "sensor"}
     facts["isTriggered"] = [(x,) for x in topo.seeds]
