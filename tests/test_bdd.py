@@ -313,6 +313,35 @@ def test_placed_variables_take_their_nodes_levels_above_the_rest():
     assert b.cube_ids(b.conj(b.var(var_name(i)) for i in some)) == frozenset(some)
 
 
+def test_a_cube_has_one_wire_form_whatever_the_order_and_the_caches():
+    """A cube known by its ids and the same cube found by a walk (made by an OR here)
+    serialize alike, in managers whose node order disagrees with the ids and in one
+    without placements: ``psn verify`` compares states by these forms."""
+    placed = {1: node_key("b"), 2: node_key("a"), 3: node_key("a")}
+    known = BDDContext(placed=placed)
+    f = known.cube_function([1, 2, 3])
+    walked = BDDContext(placed=placed)
+    x = walked.id_var
+    g = walked.bdd.apply("or", x(1) & x(2) & x(3), x(1) & x(2) & x(3) & x(4))
+    plain = BDDContext()
+    h = plain.conj(plain.id_var(i) for i in (3, 1, 2))
+    assert known.serialize(f) == walked.serialize(g) == plain.serialize(h)
+    assert walked.serialize(g)[0] == [3, 2, 1]
+
+
+def test_variables_past_the_cap_are_appended_as_unplaced(monkeypatch):
+    """Placing a variable inside the order costs CUDD time in proportion to the variables
+    below it: past ``PLACED_UP_TO`` declared variables, placed ones are appended."""
+    monkeypatch.setattr(BDDContext, "PLACED_UP_TO", 4)
+    placed = {i: node_key(10 - i) for i in range(1, 9)}      # node order reverses ids
+    ctx = BDDContext(placed=placed)
+    for i in range(1, 9):
+        ctx.var(var_name(i))
+    levels = ctx.bdd.var_levels
+    assert sorted(range(1, 9), key=lambda i: levels[var_name(i)]) == [4, 3, 2, 1, 5, 6, 7, 8]
+    assert ctx.cube_function(range(1, 9)) == ctx.conj(ctx.id_var(i) for i in range(1, 9))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_monotone_difference_keeps_the_unabsorbed_derivations(seed):
     """d = monotone_diff(new, old): old | d == old | new, d <= new, d is positive, and its

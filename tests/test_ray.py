@@ -400,7 +400,8 @@ def test_every_worker_knows_the_node_of_every_insertion_after_a_replay_too(ray_p
     shards = Placement(2)
     first, rest = links[:20], links[20:]
     to = {w: [t for t in rest if shards(t[0]) != w and shards(t[1]) == w] for w in (0, 1)}
-    assert len(to[0]) >= 4 and len(to[1]) >= 3
+    local = [t for t in rest if shards(t[0]) == shards(t[1]) == 0]
+    assert len(to[0]) >= 5 and len(to[1]) >= 4 and local
     net = RayNetwork(REACH, annotation="absorption", pool=ray_pool, workers=2)
     net.apply(_insert({"link": first})).run()
     assert len(net.resolved.scheme._placed) == 20
@@ -422,10 +423,12 @@ def test_every_worker_knows_the_node_of_every_insertion_after_a_replay_too(ray_p
 
     assert len(probe("one", [to[0][0], to[1][0]])) == 20     # sent with the first run
     assert len(probe("two", [to[0][1], to[1][1]])) == 22     # and with a later burst
+    net.apply(_insert({"link": local[:1]})).run()            # updates for worker 0 only
+    assert len(probe("three", [to[0][2], to[1][2]])) == 25   # worker 1 was told too
     ray.get(net.actors[0].set_hook.remote(_crash_after(1)))
-    net.apply(_insert({"link": [to[0][2]]})).run()
+    net.apply(_insert({"link": [to[0][3]]})).run()
     assert net.recoveries == 1
-    assert len(probe("after", [to[0][3], to[1][2]])) == 25
+    assert len(probe("after", [to[0][4], to[1][3]])) == 28
     _assert_same(net.relations(), _reference(REACH, net.base_facts()))
 
 
