@@ -406,7 +406,7 @@ def test_every_worker_knows_the_node_of_every_insertion_after_a_replay_too(ray_p
     net.apply(_insert({"link": first})).run()
     assert len(net.resolved.scheme._placed) == 20
 
-    def probe(name: str, burst: list) -> list[dict]:
+    def probe(name: str, burst: list) -> dict:
         # each worker writes what it knows before its next batch from the other one
         known = dict(net.resolved.scheme._placed)
         paths = [tmp_path / f"{name}{w}.json" for w in (0, 1)]
