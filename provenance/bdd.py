@@ -938,9 +938,8 @@ class BDDContext:
         if key | 1 == T | 1:
             return [[], [], key & 1]
         known = self._csets.get(key)
-        if known is not None and known[1] is not None and not self.reorder:
-            # by decreasing id, bottom up where levels follow ids; in any order a chain is
-            # the same function and the same size, and receivers rebuild it with ite
+        if known is not None and known[1] is not None:
+            # the form _cube_form gives (decreasing ids), whatever the variable order
             return self._chain_form(sorted(known[1], reverse=True))   # cheaper than caching
         data = self._serialize_cube(f) if not key & 1 else None
         if data is None:
